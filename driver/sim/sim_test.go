@@ -1,0 +1,167 @@
+package sim_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gmlake/gmlake/driver/sim"
+	"github.com/gmlake/gmlake/stitch"
+)
+
+const g = sim.DefaultGranularity
+
+func TestCapacity(t *testing.T) {
+	d := sim.New(sim.WithCapacity(4 * g))
+	h, err := d.Create(3 * g)
+	require.NoError(t, err)
+	_, err = d.Create(2 * g)
+	assert.ErrorIs(t, err, stitch.ErrOutOfMemory)
+	require.NoError(t, d.Release(h))
+	_, err = d.Create(4 * g)
+	assert.NoError(t, err)
+	free, total, err := d.MemInfo()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0), free)
+	assert.Equal(t, uint64(4*g), total)
+}
+
+func TestValidation(t *testing.T) {
+	d := sim.New()
+	h, err := d.Create(2 * g)
+	require.NoError(t, err)
+	base, err := d.Reserve(4 * g)
+	require.NoError(t, err)
+	require.NoError(t, d.Map(base, 2*g, h, 0))
+
+	tests := []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"create zero", func() error { _, err := d.Create(0); return err }, sim.ErrInvalid},
+		{"create unaligned", func() error { _, err := d.Create(g + 1); return err }, sim.ErrInvalid},
+		{"map overlapping", func() error { return d.Map(base+g, g, h, 0) }, sim.ErrOverlap},
+		{"map past range end", func() error { return d.Map(base+3*g, 2*g, h, 0) }, sim.ErrOutOfRange},
+		{"map unreserved", func() error { return d.Map(base+8*g, g, h, 0) }, sim.ErrOutOfRange},
+		{"map past handle end", func() error { return d.Map(base+2*g, g, h, 2*g) }, sim.ErrInvalid},
+		{"map unknown handle", func() error { return d.Map(base+2*g, g, h+100, 0) }, sim.ErrNotFound},
+		{"unmap part of a mapping", func() error { return d.Unmap(base, g) }, sim.ErrNotMapped},
+		{"unmap unmapped", func() error { return d.Unmap(base+2*g, g) }, sim.ErrNotMapped},
+		{"set access unmapped", func() error { return d.SetAccess(base+g, 2*g) }, sim.ErrNotMapped},
+		{"release mapped", func() error { return d.Release(h) }, sim.ErrBusy},
+		{"free with mappings", func() error { return d.Free(base, 4*g) }, sim.ErrBusy},
+		{"free wrong size", func() error { return d.Free(base, 2*g) }, sim.ErrInvalid},
+		{"free not a base", func() error { return d.Free(base+g, 3*g) }, sim.ErrNotFound},
+		{"unknown event", func() error { _, err := d.EventDone(42); return err }, sim.ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.ErrorIs(t, tt.call(), tt.want)
+		})
+	}
+	// None of the rejected calls changed anything.
+	assert.Equal(t, sim.Live{Handles: 1, Ranges: 1, Mappings: 1, PhysicalBytes: 2 * g, VirtualBytes: 4 * g}, d.Live())
+
+	require.NoError(t, d.SetAccess(base, 2*g))
+	assert.True(t, d.Accessible(base, 2*g))
+	assert.False(t, d.Accessible(base, 3*g))
+	require.NoError(t, d.Unmap(base, 2*g))
+	require.NoError(t, d.Free(base, 4*g))
+	require.NoError(t, d.Release(h))
+	assert.Equal(t, sim.Live{}, d.Live())
+}
+
+func TestOneChunkUnderTwoRanges(t *testing.T) {
+	d := sim.New()
+	h, err := d.Create(2 * g)
+	require.NoError(t, err)
+	a, err := d.Reserve(2 * g)
+	require.NoError(t, err)
+	b, err := d.Reserve(3 * g)
+	require.NoError(t, err)
+	require.NoError(t, d.Map(a, 2*g, h, 0))
+	require.NoError(t, d.Map(b, g, h, g))
+	require.NoError(t, d.Map(b+g, g, h, 0))
+	assert.NotEqual(t, a, b)
+	assert.Equal(t, 3, d.Live().Mappings)
+	// One Unmap may cover several whole mappings.
+	require.NoError(t, d.Unmap(b, 2*g))
+	require.NoError(t, d.Unmap(a, 2*g))
+	require.NoError(t, d.Release(h))
+}
+
+func TestFaultInjection(t *testing.T) {
+	boom := errors.New("boom")
+	d := sim.New(sim.WithFault(stitch.CallCreate, 2, boom))
+	_, err := d.Create(g)
+	require.NoError(t, err)
+	_, err = d.Create(g)
+	assert.ErrorIs(t, err, boom)
+	_, err = d.Create(g)
+	assert.NoError(t, err)
+	assert.Equal(t, 2, d.Live().Handles, "a failed call has no effect")
+
+	d.FailNth(stitch.CallReserve, 1, nil)
+	_, err = d.Reserve(g)
+	assert.ErrorIs(t, err, sim.ErrInjected)
+	assert.Equal(t, uint64(3), d.Calls()[stitch.CallCreate])
+	assert.Equal(t, uint64(1), d.Calls()[stitch.CallReserve])
+	assert.Equal(t, uint64(4), d.TotalCalls())
+}
+
+func TestEvents(t *testing.T) {
+	tests := []struct {
+		name   string
+		delay  int
+		before int // queries answered false
+	}{
+		{"immediate", 0, 0},
+		{"after two queries", 2, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := sim.New(sim.WithEventDelay(tt.delay))
+			e, err := d.RecordEvent(1)
+			require.NoError(t, err)
+			for i := 0; i < tt.before; i++ {
+				done, err := d.EventDone(e)
+				require.NoError(t, err)
+				assert.False(t, done)
+			}
+			done, err := d.EventDone(e)
+			require.NoError(t, err)
+			assert.True(t, done)
+			require.NoError(t, d.DestroyEvent(e))
+			assert.Equal(t, 0, d.Live().Events)
+		})
+	}
+
+	d := sim.New(sim.WithEventDelay(1 << 30))
+	e, err := d.RecordEvent(0)
+	require.NoError(t, err)
+	d.CompleteEvents()
+	done, err := d.EventDone(e)
+	require.NoError(t, err)
+	assert.True(t, done, "CompleteEvents completes pending events")
+	e2, err := d.RecordEvent(0)
+	require.NoError(t, err)
+	require.NoError(t, d.Synchronize())
+	done, err = d.EventDone(e2)
+	require.NoError(t, err)
+	assert.True(t, done, "Synchronize completes pending events")
+}
+
+func TestAddressesNeverReused(t *testing.T) {
+	d := sim.New()
+	seen := map[uintptr]bool{}
+	for i := 0; i < 100; i++ {
+		a, err := d.Reserve(g)
+		require.NoError(t, err)
+		require.False(t, seen[a])
+		seen[a] = true
+		require.NoError(t, d.Free(a, g))
+	}
+}
