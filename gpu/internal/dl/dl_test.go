@@ -1,0 +1,62 @@
+package dl
+
+import (
+	"errors"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestOpen(t *testing.T) {
+	tests := []struct {
+		name       string
+		env        string
+		candidates []string
+		wantPath   string
+		wantErr    error
+	}{
+		{name: "first candidate missing, second found", candidates: []string{"libnot-there.so.7", "libc.so.6"}, wantPath: "libc.so.6"},
+		{name: "none found", candidates: []string{"libnot-there.so.7", "libnot-there.so.8"}, wantErr: ErrNotFound},
+		{name: "env overrides candidates", env: "libnot-there.so.9", candidates: []string{"libc.so.6"}, wantErr: ErrNotFound},
+		{name: "env found", env: "libm.so.6", candidates: []string{"libnot-there.so.7"}, wantPath: "libm.so.6"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("GMLAKE_DL_TEST", tt.env)
+			lib, err := Open("test library", "GMLAKE_DL_TEST", tt.candidates)
+			if tt.wantErr != nil {
+				require.Error(t, err)
+				assert.ErrorIs(t, err, tt.wantErr)
+				var oe *OpenError
+				require.True(t, errors.As(err, &oe))
+				assert.NotEmpty(t, oe.Tried)
+				assert.Contains(t, err.Error(), "GMLAKE_DL_TEST")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantPath, lib.Path())
+		})
+	}
+}
+
+func TestSymbol(t *testing.T) {
+	lib, err := Open("libc", "GMLAKE_DL_TEST_UNSET", []string{"libc.so.6"})
+	require.NoError(t, err)
+	p, err := lib.Symbol("strlen")
+	require.NoError(t, err)
+	assert.NotNil(t, p)
+
+	_, err = lib.Symbol("no_such_symbol_in_libc")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrMissingSymbol)
+	var se *SymbolError
+	require.True(t, errors.As(err, &se))
+	assert.Equal(t, "no_such_symbol_in_libc", se.Symbol)
+
+	var a, b unsafe.Pointer
+	require.NoError(t, lib.Symbols(map[string]*unsafe.Pointer{"strlen": &a, "memcpy": &b}))
+	assert.NotNil(t, a)
+	assert.NotNil(t, b)
+}
