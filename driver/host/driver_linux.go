@@ -87,6 +87,10 @@ func New(opts ...Option) (*Driver, error) {
 // Granularity is the unit of physical allocation and mapping.
 func (d *Driver) Granularity() uint64 { return d.granularity }
 
+// HostAccessible reports that mapped memory is ordinary process memory, readable and writable by Go
+// code once SetAccess has been called (memory.Engine requires a driver that says so).
+func (d *Driver) HostAccessible() bool { return true }
+
 // Capacity is the most physical memory the driver hands out at once.
 func (d *Driver) Capacity() uint64 { return d.capacity }
 
