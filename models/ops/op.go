@@ -28,7 +28,7 @@ func (a argType) hm() hm.Type {
 	if a.dims == 0 {
 		return a.dtype
 	}
-	return &gorgonia.TensorType{Dims: a.dims, Of: a.dtype}
+	return gorgonia.TensorType{Dims: a.dims, Of: a.dtype}
 }
 
 // kernel is what differs between the package's ops. The generic op type
