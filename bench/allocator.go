@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gmlake/gmlake/stitch"
+)
+
+// Allocator is what the replay drives: one memory allocator under test. Implementations need not be
+// safe for concurrent use.
+type Allocator interface {
+	// Name is the allocator's short name, as given to --allocators.
+	Name() string
+	// Alloc returns the address of a block of at least size bytes for use on stream s.
+	Alloc(size uint64, s stitch.Stream) (uintptr, error)
+	// Free returns a block; size is the size given to Alloc.
+	Free(ptr uintptr, size uint64) error
+	// Reserved is the device memory the allocator holds now, in bytes, whether in use or cached.
+	Reserved() uint64
+	// DriverCalls is the number of device (driver) calls the allocator has made so far.
+	DriverCalls() uint64
+	// Close returns everything to the device.
+	Close() error
+}
+
+// Checker is implemented by allocators that can verify their own invariants; Replay calls it at the
+// end of a replay and reports what it finds.
+type Checker interface {
+	Check() error
+}
+
+// Device is the memory a baseline allocator draws from: cudaMalloc/cudaFree on a GPU, SimDevice in
+// the simulation. Allocators count their own Device calls, so an implementation need not.
+type Device interface {
+	// Malloc returns size bytes of device memory, or an error wrapping ErrOutOfMemory.
+	Malloc(size uint64) (uintptr, error)
+	// Free returns memory obtained from Malloc.
+	Free(ptr uintptr) error
+}
+
+// ErrOutOfMemory is stitch.ErrOutOfMemory, so one errors.Is test covers every allocator.
+var ErrOutOfMemory = stitch.ErrOutOfMemory
+
+// Errors an allocator returns for a bad Free.
+var (
+	ErrUnknownPointer = errors.New("bench: free of a pointer that is not allocated")
+	ErrSizeMismatch   = errors.New("bench: free with a size other than the allocated one")
+	ErrUnknown        = errors.New("bench: unknown allocator")
+	ErrInvalidSize    = errors.New("bench: invalid size")
+)
+
+// OutOfMemoryError says why an allocator could not satisfy a request.
+type OutOfMemoryError struct {
+	Allocator string
+	Requested uint64 // bytes asked for
+	Reserved  uint64 // bytes the allocator held at the time
+	Capacity  uint64 // the limit in force, 0 for none
+	Largest   uint64 // the largest free piece the allocator could have used, 0 if unknown
+	Pieces    int    // how many free pieces it held
+}
+
+func (e *OutOfMemoryError) Error() string {
+	return fmt.Sprintf("%s: out of memory: asked %s with %s reserved of capacity %s; %d free pieces, largest %s",
+		e.Allocator, FormatBytes(e.Requested), FormatBytes(e.Reserved), FormatBytes(e.Capacity), e.Pieces, FormatBytes(e.Largest))
+}
+
+// Is makes errors.Is(err, ErrOutOfMemory) true.
+func (e *OutOfMemoryError) Is(target error) bool { return target == ErrOutOfMemory }
+
+func errorsIsOOM(err error) bool { return errors.Is(err, ErrOutOfMemory) }

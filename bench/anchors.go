@@ -1,0 +1,53 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Anchor is one line of ../shared/traces/pytorch-anchors.jsonl: PyTorch's own allocator measured on
+// a trace on the GPU ("pytorch-default" or "pytorch-expandable").
+type Anchor struct {
+	Trace              string  `json:"trace"`
+	Allocator          string  `json:"allocator"`
+	PeakActive         uint64  `json:"peak_active"`
+	PeakReserved       uint64  `json:"peak_reserved"`
+	Fragmentation      float64 `json:"fragmentation"`
+	MinCapacity        uint64  `json:"min_capacity"`
+	CapacityOverActive float64 `json:"capacity_over_active"`
+}
+
+// ReadAnchors reads a JSON-lines file of anchors.
+func ReadAnchors(path string) ([]Anchor, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Anchor
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var a Anchor
+		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		out = append(out, a)
+	}
+	return out, sc.Err()
+}
+
+// TraceStem is a trace file's name without directory and format suffixes, so that a text trace and
+// a snapshot of the same run ("x.trace.gz", "x.noweights.trace.gz", "x.snapshot.pickle.gz") match.
+func TraceStem(name string) string {
+	name = baseName(name)
+	for _, suffix := range []string{".gz", ".pickle", ".snapshot", ".trace", ".noweights"} {
+		name = strings.TrimSuffix(name, suffix)
+	}
+	return name
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/gmlake/gmlake/bench"
+)
+
+// writeMarkdownFile writes the report that `make bench` commits as bench/RESULTS.md.
+func writeMarkdownFile(path string, reports []bench.Report, anchors []bench.Anchor, traces []string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := writeMarkdown(f, reports, anchors, traces); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, traces []string) error {
+	host, _ := os.Hostname()
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Allocators on real training traces\n\n")
+	fmt.Fprintf(&b, "Written by `make bench` (`gmlake-bench replay --min-capacity --markdown ...`) on %s, host %s (%s/%s, %d CPUs). ",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	b.WriteString("Our allocators run on simulated devices (accounting only); the `pytorch-*` rows are PyTorch's own allocator " +
+		"measured on an H200 (`pytorch-anchors.jsonl`).\n\n")
+	b.WriteString("- **peak active**: peak of requested live bytes, the denominator for every one of our allocators. PyTorch's " +
+		"rows use its own `active_bytes` (block sizes after rounding), so compare PyTorch to us in bytes, not ratios.\n")
+	b.WriteString("- **fragmentation** = 1 - peak active / peak reserved, with no capacity limit. For `gorgonia` reserved " +
+		"is the high-water mark of its fixed arena (the smallest arena that runs the trace identically).\n")
+	b.WriteString("- **min capacity**: smallest capacity (bisected to 2 MiB; PyTorch's to 256 MiB) under which the whole trace " +
+		"replays without out-of-memory; **cap/active** = min capacity / peak active.\n")
+	fmt.Fprintf(&b, "- **driver calls per iteration**: device calls between `i N` markers; warm-up = iterations 0-%d, "+
+		"steady = iteration %d on. ns/pair: wall time of the uncapped replay per allocation+free, on this machine.\n\n",
+		bench.SteadyFrom-1, bench.SteadyFrom)
+
+	byTrace := map[string][]bench.Report{}
+	for _, r := range reports {
+		byTrace[r.Trace] = append(byTrace[r.Trace], r)
+	}
+	names := make([]string, 0, len(traces))
+	for _, path := range traces {
+		names = append(names, baseName(path))
+	}
+	writeSummary(&b, names, byTrace, anchors)
+	writeDetail(&b, names, byTrace, anchors)
+	writeCachingCheck(&b, names, byTrace, anchors)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func anchorsFor(trace string, anchors []bench.Anchor) []bench.Anchor {
+	var out []bench.Anchor
+	for _, a := range anchors {
+		if bench.TraceStem(a.Trace) == bench.TraceStem(trace) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func allocatorsOf(names []string, byTrace map[string][]bench.Report) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		for _, r := range byTrace[n] {
+			if !seen[r.Allocator] {
+				seen[r.Allocator] = true
+				out = append(out, r.Allocator)
+			}
+		}
+	}
+	return out
+}
+
+// writeSummary: capacity / peak active, one row per trace.
+func writeSummary(b *strings.Builder, names []string, byTrace map[string][]bench.Report, anchors []bench.Anchor) {
+	allocs := allocatorsOf(names, byTrace)
+	b.WriteString("## Capacity needed / peak active\n\n| trace |")
+	for _, a := range allocs {
+		fmt.Fprintf(b, " %s |", a)
+	}
+	b.WriteString(" pytorch-default | pytorch-expandable |\n|---|")
+	b.WriteString(strings.Repeat("---|", len(allocs)+2) + "\n")
+	for _, n := range names {
+		fmt.Fprintf(b, "| %s |", n)
+		for _, a := range allocs {
+			cell := "-"
+			for _, r := range byTrace[n] {
+				if r.Allocator == a {
+					cell = mdRatio(r)
+				}
+			}
+			fmt.Fprintf(b, " %s |", cell)
+		}
+		for _, kind := range []string{"pytorch-default", "pytorch-expandable"} {
+			cell := "-"
+			for _, a := range anchorsFor(n, anchors) {
+				if a.Allocator == kind {
+					cell = fmt.Sprintf("%.3f", a.CapacityOverActive)
+				}
+			}
+			fmt.Fprintf(b, " %s |", cell)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+func mdRatio(r bench.Report) string {
+	switch {
+	case r.Error != "":
+		return "error"
+	case r.CapacityOverActive == nil:
+		return "-"
+	case r.MinCapacityExact != nil && !*r.MinCapacityExact:
+		return fmt.Sprintf("<=%.3f", *r.CapacityOverActive)
+	}
+	return fmt.Sprintf("%.3f", *r.CapacityOverActive)
+}
+
+func writeDetail(b *strings.Builder, names []string, byTrace map[string][]bench.Report, anchors []bench.Anchor) {
+	b.WriteString("## Every figure\n\n")
+	b.WriteString("| trace | allocator | peak active (GiB) | peak reserved (GiB) | fragmentation | min capacity (GiB) | cap/active | setup calls | warm-up calls/iter | steady calls/iter | ns/pair |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, n := range names {
+		for _, r := range byTrace[n] {
+			if r.Error != "" {
+				fmt.Fprintf(b, "| %s | %s | error: %s |||||||||\n", n, r.Allocator, strings.ReplaceAll(r.Error, "|", "/"))
+				continue
+			}
+			minCap := "-"
+			if r.MinCapacity != nil {
+				minCap = gibNum(*r.MinCapacity)
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %.3f | %s | %s | %d | %s | %s | %.0f |\n", n, r.Allocator,
+				gibNum(r.PeakActive), gibNum(r.PeakReserved), r.Fragmentation, minCap, mdRatio(r),
+				r.SetupDriverCalls, calls(r.WarmupDriverCallsPerIter), calls(r.SteadyDriverCallsPerIter), r.NsPerPair)
+		}
+		for _, a := range anchorsFor(n, anchors) {
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %.3f | %s | %.3f | | | | |\n", n, a.Allocator,
+				gibNum(a.PeakActive), gibNum(a.PeakReserved), a.Fragmentation, gibNum(a.MinCapacity), a.CapacityOverActive)
+		}
+	}
+	b.WriteString("\n")
+}
+
+// writeCachingCheck compares our caching allocator with PyTorch default in bytes.
+func writeCachingCheck(b *strings.Builder, names []string, byTrace map[string][]bench.Report, anchors []bench.Anchor) {
+	b.WriteString("## `caching` against PyTorch default (same trace, bytes)\n\n")
+	b.WriteString("| trace | peak reserved: ours / PyTorch | min capacity: ours / PyTorch |\n|---|---:|---:|\n")
+	for _, n := range names {
+		var ours *bench.Report
+		for i, r := range byTrace[n] {
+			if r.Allocator == "caching" && r.Error == "" {
+				ours = &byTrace[n][i]
+			}
+		}
+		var theirs *bench.Anchor
+		for _, a := range anchorsFor(n, anchors) {
+			if a.Allocator == "pytorch-default" {
+				theirs = &a
+			}
+		}
+		if ours == nil || theirs == nil {
+			continue
+		}
+		minCap := "-"
+		if ours.MinCapacity != nil {
+			minCap = relative(*ours.MinCapacity, theirs.MinCapacity)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s |\n", n, relative(ours.PeakReserved, theirs.PeakReserved), minCap)
+	}
+	b.WriteString("\nPyTorch's minimum capacity was bisected to 256 MiB, ours to 2 MiB.\n")
+}
+
+func relative(ours, theirs uint64) string {
+	return fmt.Sprintf("%s / %s (%+.1f%%)", gibNum(ours), gibNum(theirs), 100*(float64(ours)/float64(theirs)-1))
+}
+
+func gibNum(n uint64) string { return fmt.Sprintf("%.2f", float64(n)/float64(bench.GiB)) }

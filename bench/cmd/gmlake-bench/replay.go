@@ -1,0 +1,137 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/gmlake/gmlake/bench"
+	"github.com/schollz/progressbar/v3"
+)
+
+type replayCmd struct {
+	Allocators  []string      `default:"gmlake,gorgonia,caching,direct" sep:"," help:"Allocators to run (${default})."`
+	MinCapacity bool          `help:"Bisect the smallest capacity that replays without out-of-memory."`
+	Step        bench.Bytes   `default:"2MiB" help:"Resolution of the capacity bisection."`
+	TimeLimit   time.Duration `default:"5m" help:"Longest one bisection may take; past it the bound found so far is reported."`
+	Capacity    bench.Bytes   `help:"Also replay under this capacity (e.g. 40GiB) and report out-of-memory."`
+	JSON        bool          `name:"json" help:"One JSON object per line per (trace, allocator)."`
+	Plot        string        `type:"path" placeholder:"DIR" help:"Write a PNG per trace of active and reserved bytes over the trace."`
+	Markdown    string        `type:"path" placeholder:"FILE" help:"Write a markdown report, with PyTorch's figures from --anchors beside ours."`
+	Anchors     string        `type:"existingfile" placeholder:"FILE" help:"PyTorch's measured figures (pytorch-anchors.jsonl)."`
+	Jobs        int           `default:"1" help:"(trace, allocator) pairs measured at once; >1 makes ns/pair noisier."`
+	Quiet       bool          `help:"No progress bar."`
+	Traces      []string      `arg:"" type:"existingfile" name:"TRACE" help:"Trace files."`
+}
+
+func (c *replayCmd) Run() error {
+	specs, err := bench.SimSpecs(c.Allocators)
+	if err != nil {
+		return err
+	}
+	var anchors []bench.Anchor
+	if c.Anchors != "" {
+		if anchors, err = bench.ReadAnchors(c.Anchors); err != nil {
+			return err
+		}
+	}
+	traces := make([]*bench.Prepared, 0, len(c.Traces))
+	for _, path := range c.Traces {
+		t, err := bench.Load(path)
+		if err != nil {
+			return err
+		}
+		p, err := bench.Prepare(baseName(path), t)
+		if err != nil {
+			return err
+		}
+		traces = append(traces, p)
+	}
+	reports, failed := c.measureAll(traces, specs)
+	if c.JSON {
+		err = writeJSON(os.Stdout, reports)
+	} else {
+		err = writeTable(os.Stdout, reports, c.MinCapacity, c.Capacity > 0)
+	}
+	if err != nil {
+		return err
+	}
+	if c.Plot != "" {
+		if err := writePlots(c.Plot, traces, reports); err != nil {
+			return err
+		}
+	}
+	if c.Markdown != "" {
+		if err := writeMarkdownFile(c.Markdown, reports, anchors, c.Traces); err != nil {
+			return err
+		}
+	}
+	return failed
+}
+
+// measureAll measures every (trace, spec) pair, c.Jobs at a time. A pair that fails still has its
+// report (with Error set); the failures are joined into the returned error.
+func (c *replayCmd) measureAll(traces []*bench.Prepared, specs []bench.Spec) ([]bench.Report, error) {
+	type job struct{ trace, spec int }
+	jobs := make(chan job)
+	reports := make([]bench.Report, len(traces)*len(specs))
+	errs := make([]error, len(reports))
+	bar := progressbar.NewOptions(len(reports), progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetVisibility(!c.Quiet), progressbar.OptionShowCount(),
+		progressbar.OptionSetDescription("replaying"), progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond))
+	opts := bench.MeasureOptions{MinCapacity: c.MinCapacity, Step: uint64(c.Step), TimeLimit: c.TimeLimit,
+		Capacity: uint64(c.Capacity)}
+	if c.Plot != "" {
+		opts.Series = 2000
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range max(1, min(c.Jobs, runtime.NumCPU())) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				i := j.trace*len(specs) + j.spec
+				reports[i], errs[i] = bench.Measure(traces[j.trace], specs[j.spec], opts)
+				mu.Lock()
+				bar.Describe(fmt.Sprintf("%s / %s", traces[j.trace].Name, specs[j.spec].Name))
+				_ = bar.Add(1)
+				mu.Unlock()
+			}
+		}()
+	}
+	for t := range traces {
+		for s := range specs {
+			jobs <- job{t, s}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	_ = bar.Finish()
+	return reports, errors.Join(errs...)
+}
+
+func writeJSON(w io.Writer, reports []bench.Report) error {
+	enc := json.NewEncoder(w)
+	for _, r := range reports {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func baseName(path string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i] == '/' {
+			return path[i+1:]
+		}
+	}
+	return path
+}

@@ -1,0 +1,187 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// MeasureOptions says what Measure computes beyond the uncapped replay.
+type MeasureOptions struct {
+	MinCapacity bool          // bisect the smallest capacity that replays without out-of-memory
+	Step        uint64        // bisection resolution in bytes; default 2 MiB
+	TimeLimit   time.Duration // stop bisecting after this long (the bound found so far is reported); 0 = none
+	Capacity    uint64        // also replay under this capacity and report whether and where it ran out
+	Series      int           // sample about this many points of active/reserved bytes for plots
+}
+
+// SteadyFrom is the first iteration counted as steady state; iterations before it are warm-up.
+const SteadyFrom = 3
+
+// Report is what Measure finds for one (trace, allocator); it is also the JSON line the command
+// prints. Optional figures are pointers, absent when not computed.
+type Report struct {
+	Trace     string `json:"trace"`
+	Workload  string `json:"workload,omitempty"`
+	Allocator string `json:"allocator"`
+	Events    int    `json:"events"`
+	Allocs    int    `json:"allocs"`
+
+	// Uncapped replay. PeakActive is the peak of requested live bytes, the same denominator for
+	// every allocator; Fragmentation = 1 - PeakActive/PeakReserved.
+	PeakActive    uint64  `json:"peak_active"`
+	PeakReserved  uint64  `json:"peak_reserved"`
+	Fragmentation float64 `json:"fragmentation"`
+
+	// Bisection (with MinCapacity). MinCapacityExact is false when the time limit stopped it: then
+	// MinCapacity is an upper bound.
+	MinCapacity        *uint64  `json:"min_capacity,omitempty"`
+	CapacityOverActive *float64 `json:"capacity_over_active,omitempty"`
+	MinCapacityExact   *bool    `json:"min_capacity_exact,omitempty"`
+	Replays            int      `json:"replays"`
+
+	// Driver calls: before the first iteration, mean per warm-up iteration (0..SteadyFrom-1) and
+	// per steady iteration (SteadyFrom on); absent when the trace has no such iterations.
+	SetupDriverCalls         uint64   `json:"setup_driver_calls"`
+	WarmupDriverCallsPerIter *float64 `json:"warmup_driver_calls_per_iter"`
+	SteadyDriverCallsPerIter *float64 `json:"steady_driver_calls_per_iter"`
+
+	NsPerPair float64 `json:"ns_per_pair"` // wall time of the uncapped replay per alloc+free pair
+
+	// Under Capacity (when set): whether the replay ran out, and where.
+	Capacity uint64    `json:"capacity,omitempty"`
+	OOM      bool      `json:"oom"`
+	OOMAt    *OOMEvent `json:"oom_at,omitempty"`
+
+	Error  string  `json:"error,omitempty"` // the allocator failed (not out-of-memory): what happened
+	Series []Point `json:"-"`
+}
+
+// Measure replays p through fresh instances of spec: once without a limit, then as o asks. An
+// allocator failure other than out-of-memory ends the measurement; it is returned and also
+// recorded in the report's Error.
+func Measure(p *Prepared, spec Spec, o MeasureOptions) (Report, error) {
+	rep := Report{Trace: p.Name, Workload: p.Trace.Name, Allocator: spec.Name, Events: len(p.ops), Allocs: p.allocs}
+	run, err := replayFresh(p, spec, 0, o.Series)
+	rep.Replays++
+	if err != nil {
+		rep.Error = err.Error()
+		return rep, err
+	}
+	if run.OOM != nil {
+		err := fmt.Errorf("%s: %s ran out of memory without a limit: %s", p.Name, spec.Name, run.OOM.Message)
+		rep.Error = err.Error()
+		return rep, err
+	}
+	rep.PeakActive, rep.PeakReserved, rep.Series = run.PeakActive, run.PeakReserved, run.Series
+	if run.PeakReserved > 0 {
+		rep.Fragmentation = 1 - float64(run.PeakActive)/float64(run.PeakReserved)
+	}
+	rep.SetupDriverCalls = run.SetupCalls
+	if v, ok := run.CallsPerIteration(0, SteadyFrom); ok {
+		rep.WarmupDriverCallsPerIter = &v
+	}
+	if v, ok := run.CallsPerIteration(SteadyFrom, math.MaxInt); ok {
+		rep.SteadyDriverCallsPerIter = &v
+	}
+	if run.Pairs > 0 {
+		rep.NsPerPair = float64(run.Elapsed.Nanoseconds()) / float64(run.Pairs)
+	}
+	if o.Capacity > 0 {
+		rep.Capacity = o.Capacity
+		capped, err := replayFresh(p, spec, o.Capacity, 0)
+		rep.Replays++
+		if err != nil {
+			rep.Error = err.Error()
+			return rep, err
+		}
+		rep.OOM, rep.OOMAt = capped.OOM != nil, capped.OOM
+	}
+	if o.MinCapacity {
+		b, err := MinCapacity(p, spec, run.PeakActive, run.PeakReserved, o.Step, o.TimeLimit)
+		rep.Replays += b.Replays
+		if err != nil {
+			rep.Error = err.Error()
+			return rep, err
+		}
+		ratio := float64(b.Capacity) / float64(max(run.PeakActive, 1))
+		rep.MinCapacity, rep.CapacityOverActive, rep.MinCapacityExact = &b.Capacity, &ratio, &b.Exact
+	}
+	return rep, nil
+}
+
+// replayFresh replays p through a new instance of spec under capacity and closes it.
+func replayFresh(p *Prepared, spec Spec, capacity uint64, series int) (*Run, error) {
+	a, err := spec.New(capacity)
+	if err != nil {
+		return nil, fmt.Errorf("%s: new %s: %w", p.Name, spec.Name, err)
+	}
+	run, err := Replay(p, a, series)
+	return run, errors.Join(err, a.Close())
+}
+
+// Bisection is the result of MinCapacity.
+type Bisection struct {
+	Capacity uint64 // smallest capacity found that replays without out-of-memory
+	Exact    bool   // false: the time limit stopped the search and Capacity is only an upper bound
+	Replays  int
+}
+
+// ErrNotMonotone is returned when no capacity up to 16 times the uncapped peak reserved replays.
+var ErrNotMonotone = errors.New("bench: no capacity found that replays without out-of-memory")
+
+// MinCapacity bisects, to step bytes (default 2 MiB), the smallest capacity under which p replays
+// through spec without running out of memory. Capacities are multiples of step. peakActive and
+// peakReserved come from an uncapped replay: no allocator fits under peak active bytes, and one
+// that behaves the same until it meets its limit fits in its uncapped peak reserved. The search
+// assumes that fitting is monotone in capacity. limit > 0 bounds its time.
+func MinCapacity(p *Prepared, spec Spec, peakActive, peakReserved, step uint64, limit time.Duration) (Bisection, error) {
+	if step == 0 {
+		step = 2 * MiB
+	}
+	var b Bisection
+	deadline := time.Now().Add(limit)
+	fits := func(capacity uint64) (bool, error) {
+		b.Replays++
+		run, err := replayFresh(p, spec, capacity, 0)
+		if err != nil {
+			return false, err
+		}
+		return run.OOM == nil, nil
+	}
+	lo := (max(peakActive, 1) - 1) / step * step // below peak active: never fits
+	hi := roundUp(max(peakReserved, peakActive, 1), step)
+	for {
+		ok, err := fits(hi)
+		if err != nil {
+			return b, err
+		}
+		if ok {
+			break
+		}
+		if hi >= 16*roundUp(max(peakReserved, 1), step) {
+			return b, fmt.Errorf("%w: %s on %s, up to %s", ErrNotMonotone, spec.Name, p.Name, FormatBytes(hi))
+		}
+		lo, hi = hi, hi*2
+	}
+	b.Exact = true
+	for hi-lo > step {
+		if limit > 0 && time.Now().After(deadline) {
+			b.Exact = false
+			break
+		}
+		mid := lo + (hi-lo)/2/step*step
+		ok, err := fits(mid)
+		if err != nil {
+			return b, err
+		}
+		if ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	b.Capacity = hi
+	return b, nil
+}

@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Spec names an allocator and makes fresh instances of it for a given capacity in bytes (0 = no
+// limit). Each replay gets a new instance, so runs do not share state.
+type Spec struct {
+	Name string
+	New  func(capacity uint64) (Allocator, error)
+}
+
+// AllocatorNames lists the simulated allocators, in report order.
+var AllocatorNames = []string{"gmlake", "gorgonia", "caching", "direct"}
+
+// unboundedArena is the Gorgonia arena used when no capacity is set: big enough for any trace, and
+// harmless, since the simulated device hands out addresses, not memory.
+const unboundedArena = 1 << 50
+
+// SimSpec returns the named allocator on a simulated device whose memory is the capacity.
+func SimSpec(name string) (Spec, error) {
+	var newAlloc func(capacity uint64) (Allocator, error)
+	switch name {
+	case "gmlake":
+		newAlloc = newSimGMLake
+	case "gorgonia":
+		newAlloc = func(capacity uint64) (Allocator, error) {
+			if capacity == 0 {
+				capacity = unboundedArena
+			}
+			return NewFirstFit(NewSimDevice(), capacity)
+		}
+	case "caching":
+		newAlloc = func(capacity uint64) (Allocator, error) {
+			return NewCaching(NewSimDevice(), WithLimit(capacity)), nil
+		}
+	case "direct":
+		newAlloc = func(capacity uint64) (Allocator, error) {
+			return NewDirect(NewSimDevice(WithDeviceCapacity(capacity))), nil
+		}
+	default:
+		return Spec{}, fmt.Errorf("%w %q (have %s)", ErrUnknown, name, strings.Join(AllocatorNames, ", "))
+	}
+	return Spec{Name: name, New: newAlloc}, nil
+}
+
+// SimSpecs resolves a list of names with SimSpec.
+func SimSpecs(names []string) ([]Spec, error) {
+	specs := make([]Spec, 0, len(names))
+	for _, n := range names {
+		s, err := SimSpec(strings.TrimSpace(n))
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, s)
+	}
+	return specs, nil
+}

@@ -1,0 +1,182 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gmlake/gmlake/stitch"
+	"github.com/gmlake/gmlake/trace"
+)
+
+// Prepared is a trace compiled for replay: allocation ids become dense slot numbers, so replaying
+// costs a slice index per event rather than a map lookup.
+type Prepared struct {
+	Name   string // the trace's label in reports (usually its file name)
+	Trace  *trace.Trace
+	ops    []op
+	slots  int
+	allocs int
+}
+
+type op struct {
+	kind   trace.Kind
+	slot   int32  // Alloc, Free: the allocation's slot; Iter: the iteration number
+	size   uint64 // requested bytes of the allocation (Alloc and Free)
+	stream stitch.Stream
+}
+
+// Prepare validates t and compiles it; name labels it in reports.
+func Prepare(name string, t *trace.Trace) (*Prepared, error) {
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p := &Prepared{Name: name, Trace: t, ops: make([]op, 0, len(t.Events))}
+	slotOf := make(map[int64]int32)
+	sizeOf := make(map[int64]uint64)
+	for _, ev := range t.Events {
+		switch ev.Kind {
+		case trace.Alloc:
+			slotOf[ev.ID], sizeOf[ev.ID] = int32(p.slots), ev.Size
+			p.ops = append(p.ops, op{kind: trace.Alloc, slot: int32(p.slots), size: ev.Size, stream: stitch.Stream(ev.Stream)})
+			p.slots++
+			p.allocs++
+		case trace.Free:
+			p.ops = append(p.ops, op{kind: trace.Free, slot: slotOf[ev.ID], size: sizeOf[ev.ID]})
+		case trace.Iter:
+			p.ops = append(p.ops, op{kind: trace.Iter, slot: int32(ev.ID)})
+		}
+	}
+	return p, nil
+}
+
+// Allocs is the number of allocations in the trace.
+func (p *Prepared) Allocs() int { return p.allocs }
+
+// Run is the outcome of one replay of a trace through one allocator.
+type Run struct {
+	PeakActive   uint64 // largest sum of requested bytes live at once (the same for every allocator)
+	PeakReserved uint64 // largest Reserved() seen after any event
+	Events       int    // events replayed (all of them unless out of memory)
+	OOM          *OOMEvent
+	// Driver calls before the first iteration marker, and in each iteration (indexed by the
+	// marker's number; a trace without markers has none).
+	SetupCalls uint64
+	IterCalls  map[int]uint64
+	Elapsed    time.Duration // wall time of the replay loop
+	Pairs      int           // allocations made (each later freed or still live at the end)
+	Series     []Point       // sampled active/reserved bytes, when asked for
+}
+
+// OOMEvent says where a replay ran out of memory.
+type OOMEvent struct {
+	Event     int    `json:"event"`     // index into the trace's events
+	Iteration int    `json:"iteration"` // iteration in progress, -1 before the first marker
+	Requested uint64 `json:"requested"`
+	Active    uint64 `json:"active"`   // requested bytes live at the time
+	Reserved  uint64 `json:"reserved"` // the allocator's reserved bytes at the time
+	Message   string `json:"message"`
+}
+
+// Point is one sample of a replay's memory use.
+type Point struct {
+	Event    int
+	Active   uint64
+	Reserved uint64
+}
+
+// ErrReplay is wrapped by replay failures other than running out of memory: the allocator
+// misbehaved (an error on Free, an invariant broken).
+var ErrReplay = errors.New("bench: replay failed")
+
+// Replay runs p through a. It stops at the first out-of-memory (Run.OOM says where) and fails on any
+// other error. series > 0 asks for about that many samples of active and reserved bytes (each the
+// maximum over its stretch of events). An allocator that is a Checker is checked at the end.
+func Replay(p *Prepared, a Allocator, series int) (*Run, error) {
+	r := &Run{IterCalls: make(map[int]uint64)}
+	ptrs := make([]uintptr, p.slots)
+	var active uint64
+	iter := -1
+	lastCalls := uint64(0)
+	closeIter := func() {
+		calls := a.DriverCalls()
+		if iter < 0 {
+			r.SetupCalls += calls - lastCalls
+		} else {
+			r.IterCalls[iter] += calls - lastCalls
+		}
+		lastCalls = calls
+	}
+	stride, sample := 0, Point{}
+	if series > 0 {
+		stride = max(1, len(p.ops)/series)
+		r.Series = make([]Point, 0, series+1)
+	}
+	start := time.Now()
+	for i, o := range p.ops {
+		switch o.kind {
+		case trace.Alloc:
+			ptr, err := a.Alloc(o.size, o.stream)
+			if err != nil {
+				r.Elapsed = time.Since(start)
+				if errors.Is(err, ErrOutOfMemory) {
+					r.OOM = &OOMEvent{Event: i, Iteration: iter, Requested: o.size, Active: active,
+						Reserved: a.Reserved(), Message: err.Error()}
+					r.Events = i
+					closeIter()
+					return r, nil
+				}
+				return r, fmt.Errorf("%w: %s: %s: event %d: alloc %d bytes: %w", ErrReplay, p.Name, a.Name(), i, o.size, err)
+			}
+			ptrs[o.slot] = ptr
+			active += o.size
+			r.PeakActive = max(r.PeakActive, active)
+			r.PeakReserved = max(r.PeakReserved, a.Reserved())
+			r.Pairs++
+		case trace.Free:
+			if err := a.Free(ptrs[o.slot], o.size); err != nil {
+				r.Elapsed = time.Since(start)
+				return r, fmt.Errorf("%w: %s: %s: event %d: free %d bytes: %w", ErrReplay, p.Name, a.Name(), i, o.size, err)
+			}
+			active -= o.size
+		case trace.Iter:
+			closeIter()
+			iter = int(o.slot)
+		}
+		if stride > 0 {
+			sample.Active = max(sample.Active, active)
+			sample.Reserved = max(sample.Reserved, a.Reserved())
+			if i%stride == stride-1 || i == len(p.ops)-1 {
+				sample.Event = i
+				r.Series = append(r.Series, sample)
+				sample = Point{}
+			}
+		}
+	}
+	r.Elapsed = time.Since(start)
+	r.Events = len(p.ops)
+	closeIter()
+	if c, ok := a.(Checker); ok {
+		if err := c.Check(); err != nil {
+			return r, fmt.Errorf("%w: %s: %s: invariants broken after replay: %w", ErrReplay, p.Name, a.Name(), err)
+		}
+	}
+	return r, nil
+}
+
+// CallsPerIteration averages IterCalls over the iterations numbered in [from, to); ok is false when
+// the run has none there.
+func (r *Run) CallsPerIteration(from, to int) (mean float64, ok bool) {
+	var sum uint64
+	n := 0
+	for it, c := range r.IterCalls {
+		if it >= from && it < to {
+			sum += c
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return float64(sum) / float64(n), true
+}
