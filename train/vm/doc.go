@@ -1,0 +1,34 @@
+// Package vm executes Gorgonia expression graphs with every tensor buffer taken from, and returned to,
+// a caller-supplied allocator, so that the allocator sees the true allocation pattern of training.
+//
+// Gorgonia's own machines cannot do that (../../shared/GORGONIA.md): the TapeMachine sends only a fraction
+// of its buffers through a custom engine, never frees, and discards everything on Reset. A Machine
+// instead compiles the graph once into a program of instructions and runs it each step:
+//
+//   - Exec(n) runs n's op. Where the op implements gorgonia.UsePreallocDoer the output is written into a
+//     zeroed buffer from the allocator; otherwise op.Do runs and its (Go heap) result is copied into an
+//     allocator buffer. A result that points into one of its inputs (Reshape, a slice view, Iop) is an
+//     alias: it shares the input's buffer instead of getting one.
+//   - Offload(n) copies n's value to host memory and drops the device instance; Restore(n) copies it back
+//     into a fresh buffer before its next use.
+//
+// Buffers are reference counted per buffer, not per node, because aliases share one buffer. Every
+// value instance is released right after the last instruction that reads it, which the compiler finds
+// by a use analysis over the whole program; a buffer returns to the allocator when its last instance
+// is released. Values of the requested outputs stay live until the next RunAll, Reset or Close.
+//
+// The program is the forward part (ancestors of the forward roots, in topological order) followed by
+// the rest (the backward part, gradients). Two memory techniques rewrite it, per transformer block as
+// described by Blocks:
+//
+//   - Recompute: a block's forward values, except its input, are dropped after their last forward use;
+//     before the first backward instruction that needs any of them the block's forward is run again.
+//   - Offload: the block's forward values that backward needs (with Recompute: only the block input)
+//     are offloaded after the block's forward and restored before backward first needs them.
+//
+// Forward instructions whose results nobody reads are pruned. Both techniques only move or repeat
+// deterministic computations, so losses and gradients are bit-identical to the plain program's.
+//
+// Scalars (shape ()) are small Go values and take no buffer. Leaves (inputs, parameters, constants)
+// belong to the caller and are never freed.
+package vm
