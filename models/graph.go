@@ -2,6 +2,7 @@ package models
 
 import (
 	"errors"
+	"fmt"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -68,3 +69,12 @@ var (
 	ErrBadShape      = errors.New("models: bad graph shape")
 	ErrUnknownTarget = errors.New("models: LoRA target matches no projection")
 )
+
+// SetIDs binds the token ids (row-major [Batch, Seq]) to the IDs node. The
+// slice is used in place.
+func (g *Graph) SetIDs(ids []int) error {
+	if len(ids) != g.Batch*g.Seq {
+		return fmt.Errorf("%w: %d ids for a [%d, %d] graph", ErrBadShape, len(ids), g.Batch, g.Seq)
+	}
+	return gorgonia.Let(g.IDs, tensor.New(tensor.WithShape(g.Batch, g.Seq), tensor.WithBacking(ids)))
+}

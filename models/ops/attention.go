@@ -17,24 +17,30 @@ import (
 //
 // q is [Batch*Seq, Heads*HeadDim]; k and v are [Batch*Seq, KVHeads*HeadDim];
 // query head h reads key/value head h/(Heads/KVHeads) (Hugging Face repeat_kv).
+// In packed mode (GPT-2's fused c_attn) q, k and v are the column blocks of
+// one [Batch*Seq, (Heads+2·KVHeads)·HeadDim] matrix qkv, passed as the single
+// q/k/v input, and the gradients with respect to qkv come as two packed
+// matrices (dq|dk|0 from the probabilities, 0|0|dv from the context) that
+// Gorgonia sums.
+//
 // The probabilities P are the one saved activation, as in PyTorch's eager
 // attention. Each (batch, head) pair is a strided BLAS matrix product over
-// the token-major layout, so no transposed copies are made.
+// the token-major layout, so no transposed or split copies are made.
 
 // AttentionShape fixes the dimensions of one attention layer.
 type AttentionShape struct {
 	Batch, Seq, Heads, KVHeads, HeadDim int
+	Packed                              bool // q, k, v are column blocks of one qkv matrix
 }
 
 func (a AttentionShape) String() string {
-	return fmt.Sprintf("b=%d,s=%d,h=%d,kv=%d,d=%d", a.Batch, a.Seq, a.Heads, a.KVHeads, a.HeadDim)
+	return fmt.Sprintf("b=%d,s=%d,h=%d,kv=%d,d=%d,packed=%t", a.Batch, a.Seq, a.Heads, a.KVHeads, a.HeadDim, a.Packed)
 }
 
-func (a AttentionShape) qWidth() int  { return a.Heads * a.HeadDim }
-func (a AttentionShape) kvWidth() int { return a.KVHeads * a.HeadDim }
-func (a AttentionShape) kvHead(h int) int {
-	return h / (a.Heads / a.KVHeads)
-}
+func (a AttentionShape) qWidth() int      { return a.Heads * a.HeadDim }
+func (a AttentionShape) kvWidth() int     { return a.KVHeads * a.HeadDim }
+func (a AttentionShape) packedWidth() int { return a.qWidth() + 2*a.kvWidth() }
+func (a AttentionShape) kvHead(h int) int { return h / (a.Heads / a.KVHeads) }
 func (a AttentionShape) probsShape() tensor.Shape {
 	return tensor.Shape{a.Batch, a.Heads, a.Seq, a.Seq}
 }
@@ -47,9 +53,38 @@ func (a AttentionShape) validate() error {
 	return nil
 }
 
-// tokens views rows of one sequence's head h in a token-major matrix of the given width.
-func (a AttentionShape) head(buf []float32, b, h, width int) blas32.General {
-	return blas32.General{Rows: a.Seq, Cols: a.HeadDim, Stride: width, Data: buf[b*a.Seq*width+h*a.HeadDim:]}
+// block views the [Seq, HeadDim] matrix at column col of sequence b in a
+// token-major matrix of the given width.
+func (a AttentionShape) block(buf []float32, b, col, width int) blas32.General {
+	return blas32.General{Rows: a.Seq, Cols: a.HeadDim, Stride: width, Data: buf[b*a.Seq*width+col:]}
+}
+
+// q, k and v view one head of the query, key or value matrix (or of the
+// packed qkv matrix, or of a gradient laid out like them).
+func (a AttentionShape) q(buf []float32, b, h int) blas32.General {
+	if a.Packed {
+		return a.block(buf, b, h*a.HeadDim, a.packedWidth())
+	}
+	return a.block(buf, b, h*a.HeadDim, a.qWidth())
+}
+
+func (a AttentionShape) k(buf []float32, b, kh int) blas32.General {
+	if a.Packed {
+		return a.block(buf, b, a.qWidth()+kh*a.HeadDim, a.packedWidth())
+	}
+	return a.block(buf, b, kh*a.HeadDim, a.kvWidth())
+}
+
+func (a AttentionShape) v(buf []float32, b, kh int) blas32.General {
+	if a.Packed {
+		return a.block(buf, b, a.qWidth()+a.kvWidth()+kh*a.HeadDim, a.packedWidth())
+	}
+	return a.block(buf, b, kh*a.HeadDim, a.kvWidth())
+}
+
+// ctx views one head of the context (or its gradient), [Batch*Seq, Heads*HeadDim].
+func (a AttentionShape) ctx(buf []float32, b, h int) blas32.General {
+	return a.block(buf, b, h*a.HeadDim, a.qWidth())
 }
 
 // square views P[b, h] as a [Seq, Seq] matrix.
@@ -62,12 +97,12 @@ func (a AttentionShape) square(buf []float32, b, h int) blas32.General {
 type attnPart int
 
 const (
-	attnProbs        attnPart = iota // (q, k) -> P
+	attnProbs        attnPart = iota // (q, k) or (qkv) -> P
 	attnContext                      // (P, v) -> ctx
 	attnContextGradP                 // (dctx, v) -> dP
-	attnContextGradV                 // (P, dctx) -> dv
-	attnSoftmaxGrad                  // (P, dP) -> dS, the gradient of the (scaled) scores
-	attnScoresGradQ                  // (dS, k) -> dq
+	attnContextGradV                 // (P, dctx) -> dv (packed: 0|0|dv)
+	attnSoftmaxGrad                  // (P, dP) -> dS, the gradient of the scaled scores
+	attnScoresGradQ                  // (dS, k) -> dq (packed: (dS, qkv) -> dq|dk|0)
 	attnScoresGradK                  // (dS, q) -> dk
 )
 
@@ -76,15 +111,20 @@ type attention struct {
 	part  attnPart
 }
 
-// AttentionProbs computes causal attention probabilities [Batch, Heads, Seq, Seq].
+// AttentionProbs computes causal attention probabilities [Batch, Heads, Seq,
+// Seq]. In packed mode pass the qkv matrix as q and nil as k.
 func AttentionProbs(q, k *gorgonia.Node, s AttentionShape) (*gorgonia.Node, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
+	if s.Packed {
+		return apply(attention{s, attnProbs}, q)
+	}
 	return apply(attention{s, attnProbs}, q, k)
 }
 
-// AttentionContext weights the values v by the probabilities p.
+// AttentionContext weights the values v (packed mode: the qkv matrix) by the
+// probabilities p.
 func AttentionContext(p, v *gorgonia.Node, s AttentionShape) (*gorgonia.Node, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
@@ -94,91 +134,102 @@ func AttentionContext(p, v *gorgonia.Node, s AttentionShape) (*gorgonia.Node, er
 
 func (k attention) String() string { return fmt.Sprintf("Attention{%v,part=%d}", k.shape, k.part) }
 
-func (k attention) signature() ([]argType, argType) {
-	switch k.part {
-	case attnProbs, attnScoresGradQ, attnScoresGradK:
-		if k.part == attnProbs {
-			return []argType{f32(2), f32(2)}, f32(4)
-		}
-		return []argType{f32(4), f32(2)}, f32(2)
-	case attnContext, attnContextGradV:
-		if k.part == attnContext {
-			return []argType{f32(4), f32(2)}, f32(2)
-		}
-		return []argType{f32(4), f32(2)}, f32(2)
-	case attnContextGradP:
-		return []argType{f32(2), f32(2)}, f32(4)
-	}
-	return []argType{f32(4), f32(4)}, f32(4) // attnSoftmaxGrad
-}
-
-// outShape checks every input against the layer's shape.
-func (k attention) outShape(in []tensor.Shape) (tensor.Shape, error) {
+// shapes returns the input shapes the kernel expects and its output shape.
+func (k attention) shapes() ([]tensor.Shape, tensor.Shape) {
 	s := k.shape
 	tokens := s.Batch * s.Seq
 	q, kv, p := tensor.Shape{tokens, s.qWidth()}, tensor.Shape{tokens, s.kvWidth()}, s.probsShape()
-	var want []tensor.Shape
-	var out tensor.Shape
+	qIn, kIn, vIn := q, kv, kv
+	if s.Packed {
+		packed := tensor.Shape{tokens, s.packedWidth()}
+		qIn, kIn, vIn = packed, packed, packed
+	}
 	switch k.part {
 	case attnProbs:
-		want, out = []tensor.Shape{q, kv}, p
+		if s.Packed {
+			return []tensor.Shape{qIn}, p
+		}
+		return []tensor.Shape{qIn, kIn}, p
 	case attnContext:
-		want, out = []tensor.Shape{p, kv}, q
+		return []tensor.Shape{p, vIn}, q
 	case attnContextGradP:
-		want, out = []tensor.Shape{q, kv}, p
+		return []tensor.Shape{q, vIn}, p
 	case attnContextGradV:
-		want, out = []tensor.Shape{p, q}, kv
+		return []tensor.Shape{p, q}, vIn
 	case attnSoftmaxGrad:
-		want, out = []tensor.Shape{p, p}, p
+		return []tensor.Shape{p, p}, p
 	case attnScoresGradQ:
-		want, out = []tensor.Shape{p, kv}, q
-	case attnScoresGradK:
-		want, out = []tensor.Shape{p, q}, kv
+		return []tensor.Shape{p, kIn}, qIn
+	default: // attnScoresGradK
+		return []tensor.Shape{p, qIn}, kIn
 	}
+}
+
+func (k attention) signature() ([]argType, argType) {
+	in, out := k.shapes()
+	types := make([]argType, len(in))
+	for i, s := range in {
+		types[i] = f32(len(s))
+	}
+	return types, f32(len(out))
+}
+
+func (k attention) outShape(in []tensor.Shape) (tensor.Shape, error) {
+	want, out := k.shapes()
 	for i, w := range want {
 		if !in[i].Eq(w) {
 			return nil, fmt.Errorf("%w: %v: input %d has shape %v, want %v", ErrInput, k, i, in[i], w)
 		}
 	}
-	return out, nil
+	return out.Clone(), nil
 }
 
 func (k attention) forward(out []float32, in []*tensor.Dense) error {
 	s := k.shape
-	x, y := data(in[0]), data(in[1])
-	qw, kvw := s.qWidth(), s.kvWidth()
+	x := data(in[0])
+	y := x
+	if len(in) > 1 {
+		y = data(in[1])
+	}
+	if s.Packed && (k.part == attnContextGradV || k.part == attnScoresGradQ) {
+		clear(out) // the blocks this kernel does not write are zero
+	}
+	group := s.Heads / s.KVHeads
 	for b := 0; b < s.Batch; b++ {
 		for h := 0; h < s.Heads; h++ {
 			kh := s.kvHead(h)
-			first := h%(s.Heads/s.KVHeads) == 0 // first query head of its kv group
+			acc := beta(h%group != 0) // accumulate over a kv group's query heads
 			switch k.part {
 			case attnProbs: // P = softmax(scale·Q·Kᵀ)
 				p := s.square(out, b, h)
-				gemm(false, true, s.scale(), s.head(x, b, h, qw), s.head(y, b, kh, kvw), 0, p)
+				gemm(false, true, s.scale(), s.q(x, b, h), s.k(y, b, kh), 0, p)
 				causalSoftmax(p.Data, s.Seq)
 			case attnContext: // ctx = P·V
-				gemm(false, false, 1, s.square(x, b, h), s.head(y, b, kh, kvw), 0, s.head(out, b, h, qw))
+				gemm(false, false, 1, s.square(x, b, h), s.v(y, b, kh), 0, s.ctx(out, b, h))
 			case attnContextGradP: // dP = dctx·Vᵀ
-				gemm(false, true, 1, s.head(x, b, h, qw), s.head(y, b, kh, kvw), 0, s.square(out, b, h))
-			case attnContextGradV: // dV += Pᵀ·dctx over the group's query heads
-				gemm(true, false, 1, s.square(x, b, h), s.head(y, b, h, qw), beta(first), s.head(out, b, kh, kvw))
+				gemm(false, true, 1, s.ctx(x, b, h), s.v(y, b, kh), 0, s.square(out, b, h))
+			case attnContextGradV: // dV += Pᵀ·dctx
+				gemm(true, false, 1, s.square(x, b, h), s.ctx(y, b, h), acc, s.v(out, b, kh))
 			case attnSoftmaxGrad: // dS = P⊙(dP - rowsum(P⊙dP))
 				softmaxGrad(s.square(out, b, h).Data, s.square(x, b, h).Data, s.square(y, b, h).Data, s.Seq)
-			case attnScoresGradQ: // dq = scale·dS·K
-				gemm(false, false, s.scale(), s.square(x, b, h), s.head(y, b, kh, kvw), 0, s.head(out, b, h, qw))
-			case attnScoresGradK: // dk += scale·dSᵀ·Q over the group's query heads
-				gemm(true, false, s.scale(), s.square(x, b, h), s.head(y, b, h, qw), beta(first), s.head(out, b, kh, kvw))
+			case attnScoresGradQ: // dq = scale·dS·K (packed: and dk)
+				gemm(false, false, s.scale(), s.square(x, b, h), s.k(y, b, kh), 0, s.q(out, b, h))
+				if s.Packed {
+					gemm(true, false, s.scale(), s.square(x, b, h), s.q(y, b, h), acc, s.k(out, b, kh))
+				}
+			case attnScoresGradK: // dk += scale·dSᵀ·Q
+				gemm(true, false, s.scale(), s.square(x, b, h), s.q(y, b, h), acc, s.k(out, b, kh))
 			}
 		}
 	}
 	return nil
 }
 
-func beta(overwrite bool) float32 {
-	if overwrite {
-		return 0
+func beta(accumulate bool) float32 {
+	if accumulate {
+		return 1
 	}
-	return 1
+	return 0
 }
 
 // causalSoftmax turns each row i of the scores [n, n] into a softmax over
@@ -220,14 +271,19 @@ func softmaxGrad(ds, p, dp []float32, n int) {
 }
 
 func (k attention) diffWRT() []bool {
-	d := k.part == attnProbs || k.part == attnContext
-	return []bool{d, d}
+	in, _ := k.shapes()
+	d := make([]bool, len(in))
+	if k.part == attnProbs || k.part == attnContext {
+		for i := range d {
+			d[i] = true
+		}
+	}
+	return d
 }
 
 func (k attention) grads(in gorgonia.Nodes, out, g *gorgonia.Node) (gorgonia.Nodes, error) {
-	s := k.shape
 	part := func(p attnPart, a, b *gorgonia.Node) (*gorgonia.Node, error) {
-		return apply(attention{s, p}, a, b)
+		return apply(attention{k.shape, p}, a, b)
 	}
 	switch k.part {
 	case attnContext: // inputs (P, v), g = dctx
@@ -237,10 +293,14 @@ func (k attention) grads(in gorgonia.Nodes, out, g *gorgonia.Node) (gorgonia.Nod
 		}
 		dv, err := part(attnContextGradV, in[0], g)
 		return gorgonia.Nodes{dp, dv}, err
-	case attnProbs: // inputs (q, k), out = P, g = dP
+	case attnProbs: // inputs (q, k) or (qkv), out = P, g = dP
 		ds, err := part(attnSoftmaxGrad, out, g)
 		if err != nil {
 			return nil, err
+		}
+		if k.shape.Packed {
+			dqk, err := part(attnScoresGradQ, ds, in[0])
+			return gorgonia.Nodes{dqk}, err
 		}
 		dq, err := part(attnScoresGradQ, ds, in[1])
 		if err != nil {

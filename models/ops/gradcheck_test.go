@@ -82,6 +82,15 @@ func gradCases() []gradCase {
 			return AttentionContext(p, in[2], s)
 		}
 	}
+	packed := func(s AttentionShape) func(in []*gorgonia.Node) (*gorgonia.Node, error) {
+		return func(in []*gorgonia.Node) (*gorgonia.Node, error) {
+			p, err := AttentionProbs(in[0], nil, s)
+			if err != nil {
+				return nil, err
+			}
+			return AttentionContext(p, in[0], s)
+		}
+	}
 	gqa := AttentionShape{Batch: 2, Seq: 5, Heads: 4, KVHeads: 2, HeadDim: 3}
 	mha := AttentionShape{Batch: 1, Seq: 4, Heads: 2, KVHeads: 2, HeadDim: 4}
 	cases := []gradCase{
@@ -102,6 +111,8 @@ func gradCases() []gradCase {
 		{"RoPE", []input{f(6, 8)}, func(in []*gorgonia.Node) (*gorgonia.Node, error) { return RoPE(in[0], 3, 2, 4, 10000) }},
 		{"AttentionGQA", []input{f(10, 12), f(10, 6), f(10, 6)}, attn(gqa)},
 		{"AttentionMHA", []input{f(4, 8), f(4, 8), f(4, 8)}, attn(mha)},
+		{"AttentionPacked", []input{f(8, 24)}, packed(AttentionShape{Batch: 2, Seq: 4, Heads: 2, KVHeads: 2, HeadDim: 4, Packed: true})},
+		{"AttentionPackedGQA", []input{f(8, 24)}, packed(AttentionShape{Batch: 2, Seq: 4, Heads: 4, KVHeads: 2, HeadDim: 3, Packed: true})},
 		{"CrossEntropy", []input{f(6, 7), {shape: []int{2, 3}, maxInt: 7}}, func(in []*gorgonia.Node) (*gorgonia.Node, error) {
 			return CrossEntropy(in[0], in[1], 2, 3)
 		}},
