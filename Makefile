@@ -16,3 +16,36 @@ race:
 # Each fuzz target runs briefly; `make fuzz-long` (reliability) runs them for real.
 fuzz-short:
 	@true
+
+# ---- CUDA (build tag `cuda`). No GPU or CUDA install needed to build: cuda-headers takes cuda.h,
+# cudaTypedefs.h and the libcuda.so link stub from Debian's nvidia-cuda-dev into $(CUDA_DIR).
+# GPU binaries go to $(GPU_DIR); copy or carry that folder to a GPU machine (see gpu-test).
+CUDA_DIR ?= .cuda
+GPU_DIR  ?= .gpu
+TRACES   ?= ../shared/traces
+CUDA_ENV  = CGO_ENABLED=1 CGO_CFLAGS="-I$(CURDIR)/$(CUDA_DIR)/usr/include" \
+	CGO_LDFLAGS="-L$(CURDIR)/$(CUDA_DIR)/usr/lib/x86_64-linux-gnu/stubs"
+# The packages with files behind a positive `cuda` constraint. Not ./...: gorgonia.org/gorgonia uses
+# the same tag for its own CUDA engine (cuDNN 8 headers, which Debian does not ship), so any package
+# importing gorgonia cannot build with -tags cuda.
+CUDA_PKGS = $(shell grep -rlE --include='*.go' '^//go:build (.*[^!])?cuda\b' --exclude-dir=.git \
+	--exclude-dir=$(CUDA_DIR) --exclude-dir=$(GPU_DIR) . | xargs -n1 dirname | sort -u)
+
+.PHONY: cuda-headers build-cuda gpu-test gpu-bench
+
+cuda-headers:
+	./scripts/cuda-headers.sh $(CUDA_DIR)
+
+# Vets and builds every cuda-tagged package, builds the GPU binaries, and runs the cuda-tagged tests
+# here: without a GPU they skip or take the host fallback, which proves the binaries start anywhere.
+build-cuda: cuda-headers
+	$(CUDA_ENV) $(GO) vet -tags cuda $(CUDA_PKGS)
+	$(CUDA_ENV) $(GO) build -tags cuda $(CUDA_PKGS)
+	mkdir -p $(GPU_DIR)
+	$(CUDA_ENV) $(GO) test -c -tags cuda -o $(GPU_DIR)/cuda.test ./driver/cuda
+	$(CUDA_ENV) $(GO) test -tags cuda -race -count=1 $(CUDA_PKGS)
+
+# On a GPU machine this runs the GPU tests; elsewhere they skip. To run them on a GPU machine
+# without Go: `make build-cuda`, copy .gpu/ and scripts/ there, run `scripts/gpu-run.sh tests`.
+gpu-test: build-cuda
+	$(GPU_DIR)/cuda.test -test.v -test.count=1

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# cuda-headers.sh DEST: puts CUDA's driver-API headers (cuda.h, cudaTypedefs.h) and the link stub
+# libcuda.so under DEST (default .cuda), taken from Debian's nvidia-cuda-dev package, without
+# installing the CUDA toolkit. That is all cgo needs to build the `cuda`-tagged packages; at run time
+# the stub's soname, libcuda.so.1, resolves to the real driver's library.
+#
+# The .deb (~777 MB) is kept in GMLAKE_CACHE (default /var/cache/gmlake, else ~/.cache/gmlake) so a
+# second run on the same machine downloads nothing. nvidia-cuda-dev is in Debian's non-free
+# component: if the Debian apt source lacks `contrib non-free`, they are added (idempotently).
+set -euo pipefail
+
+dest=${1:-.cuda}
+inc=$dest/usr/include
+stub=$dest/usr/lib/x86_64-linux-gnu/stubs/libcuda.so
+
+if [[ -f $inc/cuda.h && -f $inc/cudaTypedefs.h && -f $stub ]]; then
+	exit 0
+fi
+
+sudo=""
+if [[ $(id -u) != 0 ]] && command -v sudo >/dev/null; then
+	sudo=sudo
+fi
+
+cache=${GMLAKE_CACHE:-/var/cache/gmlake}
+if ! mkdir -p "$cache" 2>/dev/null || [[ ! -w $cache ]]; then
+	cache=${XDG_CACHE_HOME:-$HOME/.cache}/gmlake
+	mkdir -p "$cache"
+fi
+
+deb=$(ls "$cache"/nvidia-cuda-dev_*.deb 2>/dev/null | tail -n1 || true)
+if [[ -z $deb ]]; then
+	sources=/etc/apt/sources.list.d/debian.sources
+	if [[ -f $sources ]]; then
+		for comp in contrib non-free; do
+			if grep -q '^Components:' "$sources" && ! grep -Eq "^Components:.*[[:space:]]$comp([[:space:]]|\$)" "$sources"; then
+				echo "cuda-headers: adding '$comp' to $sources" >&2
+				$sudo sed -i "/^Components:/ s/\$/ $comp/" "$sources"
+			fi
+		done
+	else
+		echo "cuda-headers: $sources not found; make sure Debian's non-free component is enabled" >&2
+	fi
+	$sudo apt-get update -qq
+	# apt-get download writes into the current directory; a partial download never gets the final name.
+	(cd "$cache" && apt-get download -q nvidia-cuda-dev)
+	deb=$(ls "$cache"/nvidia-cuda-dev_*.deb | tail -n1)
+fi
+
+echo "cuda-headers: extracting from $deb into $dest" >&2
+mkdir -p "$dest"
+dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dest" \
+	./usr/include/cuda.h ./usr/include/cudaTypedefs.h ./usr/lib/x86_64-linux-gnu/stubs/libcuda.so
+test -f "$inc/cuda.h" && test -f "$stub"
