@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gmlake/gmlake/trace"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// build makes a prepared trace from lines of the text format.
+func build(t testing.TB, lines ...string) *Prepared {
+	t.Helper()
+	tr, err := trace.Read(strings.NewReader(strings.Join(lines, "\n")))
+	require.NoError(t, err)
+	p, err := Prepare("synthetic", tr)
+	require.NoError(t, err)
+	return p
+}
+
+func spec(t testing.TB, name string) Spec {
+	t.Helper()
+	s, err := SimSpec(name)
+	require.NoError(t, err)
+	return s
+}
+
+// A trace whose minimum capacity is known for each allocator: 12 MiB, freed, then 14 MiB and 100
+// bytes live together.
+//   - caching: uncapped it keeps both large segments and a 2 MiB small one (28 MiB); under 16 MiB it
+//     releases the cached 12 MiB segment and retries (the retry path), needing 14 + 2 MiB.
+//   - direct: the live peak, 14 MiB + 512, bisected up to 16 MiB.
+//   - gorgonia: 12 MiB at offset 0, freed, 14 MiB at offset 0, 256 bytes after it: 16 MiB.
+func TestMinCapacityKnownAnswers(t *testing.T) {
+	p := build(t, "a 0 12582912 0", "f 0", "a 1 14680064 0", "a 2 100 0", "f 2", "f 1")
+	tests := []struct {
+		alloc        string
+		peakReserved uint64
+		minCapacity  uint64
+	}{
+		{"caching", 28 * MiB, 16 * MiB}, // the 100-byte request adds a 2 MiB small segment
+		{"direct", 14*MiB + 512, 16 * MiB},
+		{"gorgonia", 14*MiB + 256, 16 * MiB},
+	}
+	for _, tc := range tests {
+		t.Run(tc.alloc, func(t *testing.T) {
+			rep, err := Measure(p, spec(t, tc.alloc), MeasureOptions{MinCapacity: true})
+			require.NoError(t, err)
+			assert.Equal(t, 14*MiB+100, rep.PeakActive)
+			assert.Equal(t, tc.peakReserved, rep.PeakReserved)
+			require.NotNil(t, rep.MinCapacity)
+			assert.Equal(t, tc.minCapacity, *rep.MinCapacity)
+			assert.True(t, *rep.MinCapacityExact)
+			assert.InDelta(t, float64(tc.minCapacity)/float64(14*MiB+100), *rep.CapacityOverActive, 1e-9)
+		})
+	}
+}
+
+// Bisection at a fine step finds the exact byte boundary of a direct allocator.
+func TestMinCapacityFineStep(t *testing.T) {
+	p := build(t, "a 0 5000 0", "a 1 3000 0", "f 0", "a 2 6000 0")
+	b, err := MinCapacity(p, spec(t, "direct"), 9000, 9216, 512, 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3072+6144), b.Capacity, "3000 and 6000 rounded to 512")
+	assert.True(t, b.Exact)
+}
+
+func TestMeasureOOMAtCapacity(t *testing.T) {
+	p := build(t, "i 0", "a 0 12582912 0", "f 0", "i 1", "a 1 14680064 0", "a 2 4194304 0")
+	rep, err := Measure(p, spec(t, "direct"), MeasureOptions{Capacity: 16 * MiB})
+	require.NoError(t, err)
+	require.True(t, rep.OOM)
+	require.NotNil(t, rep.OOMAt)
+	assert.Equal(t, 5, rep.OOMAt.Event)
+	assert.Equal(t, 1, rep.OOMAt.Iteration)
+	assert.Equal(t, 4*MiB, rep.OOMAt.Requested)
+	assert.Equal(t, 14*MiB, rep.OOMAt.Active)
+
+	rep, err = Measure(p, spec(t, "direct"), MeasureOptions{Capacity: 18 * MiB})
+	require.NoError(t, err)
+	assert.False(t, rep.OOM)
+	assert.Nil(t, rep.OOMAt)
+}
+
+// Driver calls are split at the markers: before i 0 is setup, iterations 0-2 warm-up, 3 on steady.
+func TestMeasureDriverCallsPerIteration(t *testing.T) {
+	lines := []string{"a 0 100 0"}
+	id := 1
+	for it := range 5 {
+		lines = append(lines, fmt.Sprintf("i %d", it))
+		for range it + 1 { // iteration it makes it+1 allocations and frees them
+			lines = append(lines, fmt.Sprintf("a %d 1000 0", id), fmt.Sprintf("f %d", id))
+			id++
+		}
+	}
+	p := build(t, lines...)
+	direct, err := Measure(p, spec(t, "direct"), MeasureOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), direct.SetupDriverCalls)
+	require.NotNil(t, direct.WarmupDriverCallsPerIter)
+	assert.InDelta(t, (2.0+4+6)/3, *direct.WarmupDriverCallsPerIter, 1e-9)
+	require.NotNil(t, direct.SteadyDriverCallsPerIter)
+	assert.InDelta(t, (8.0+10)/2, *direct.SteadyDriverCallsPerIter, 1e-9)
+
+	caching, err := Measure(p, spec(t, "caching"), MeasureOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), caching.SetupDriverCalls)
+	assert.Zero(t, *caching.WarmupDriverCallsPerIter)
+	assert.Zero(t, *caching.SteadyDriverCallsPerIter)
+
+	noMarkers, err := Measure(build(t, "a 0 100 0", "f 0"), spec(t, "caching"), MeasureOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, noMarkers.SteadyDriverCallsPerIter)
+	assert.Nil(t, noMarkers.WarmupDriverCallsPerIter)
+}
+
+func TestReplayReportsAllocatorFailures(t *testing.T) {
+	p := build(t, "a 0 100 0", "f 0")
+	_, err := Measure(p, Spec{Name: "broken", New: func(uint64) (Allocator, error) { return brokenFree{NewDirect(NewSimDevice())}, nil }}, MeasureOptions{})
+	assert.ErrorIs(t, err, ErrReplay)
+	assert.ErrorIs(t, err, ErrSizeMismatch)
+}
+
+// brokenFree frees with the wrong size.
+type brokenFree struct{ *Direct }
+
+func (b brokenFree) Free(ptr uintptr, size uint64) error { return b.Direct.Free(ptr, size+1) }
+
+func TestReplaySeries(t *testing.T) {
+	p := build(t, "a 0 1000 0", "a 1 1000 0", "f 0", "f 1")
+	run, err := Replay(p, NewDirect(NewSimDevice()), 2)
+	require.NoError(t, err)
+	require.Len(t, run.Series, 2)
+	assert.Equal(t, Point{Event: 1, Active: 2000, Reserved: 2048}, run.Series[0])
+	assert.Equal(t, Point{Event: 3, Active: 1000, Reserved: 1024}, run.Series[1])
+}
