@@ -1,0 +1,135 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/gmlake/gmlake/train/vm"
+	"gorgonia.org/tensor"
+)
+
+// AdamW configures the optimizer: Adam with decoupled weight decay (Loshchilov & Hutter) and
+// clipping of the global gradient norm.
+type AdamW struct {
+	LR          float64
+	Beta1       float64
+	Beta2       float64
+	Eps         float64
+	WeightDecay float64
+	ClipNorm    float64 // the gradients' global L2 norm is scaled down to this; 0: no clipping
+}
+
+// DefaultAdamW is PyTorch's AdamW default with lr 1e-3 and clipping at 1.
+var DefaultAdamW = AdamW{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, ClipNorm: 1}
+
+// ErrShape is returned when a gradient does not match its parameter.
+var ErrShape = errors.New("train: gradient and parameter differ in size")
+
+// adamState is the optimizer state of one parameter: first and second moments, float32, in
+// allocator memory for the life of the optimizer.
+type adamState struct {
+	m, v       *tensor.Dense
+	mMem, vMem tensorMemory
+}
+
+type tensorMemory struct {
+	mem  tensor.Memory
+	size int64
+}
+
+// optimizer applies AdamW to a fixed list of float32 parameters.
+type optimizer struct {
+	cfg   AdamW
+	alloc vm.Allocator
+	step  int
+	state map[*tensor.Dense]*adamState
+}
+
+func newOptimizer(cfg AdamW, alloc vm.Allocator) *optimizer {
+	return &optimizer{cfg: cfg, alloc: alloc, state: make(map[*tensor.Dense]*adamState)}
+}
+
+// globalNorm is the L2 norm of all gradients together, accumulated in float64.
+func globalNorm(grads [][]float32) float64 {
+	var sum float64
+	for _, g := range grads {
+		for _, x := range g {
+			sum += float64(x) * float64(x)
+		}
+	}
+	return math.Sqrt(sum)
+}
+
+// Step updates params in place from grads and returns the gradients' global norm before clipping.
+func (o *optimizer) Step(params []*tensor.Dense, grads [][]float32) (float64, error) {
+	norm := globalNorm(grads)
+	scale := float32(1)
+	if o.cfg.ClipNorm > 0 && norm > o.cfg.ClipNorm {
+		scale = float32(o.cfg.ClipNorm / (norm + 1e-6))
+	}
+	o.step++
+	b1, b2 := float32(o.cfg.Beta1), float32(o.cfg.Beta2)
+	c1 := float32(1 - math.Pow(o.cfg.Beta1, float64(o.step)))
+	c2 := float32(1 - math.Pow(o.cfg.Beta2, float64(o.step)))
+	lr, eps, decay := float32(o.cfg.LR), float32(o.cfg.Eps), float32(o.cfg.LR*o.cfg.WeightDecay)
+	for i, p := range params {
+		w := p.Data().([]float32)
+		g := grads[i]
+		if len(w) != len(g) {
+			return norm, fmt.Errorf("%w: parameter %d has %d elements, gradient %d", ErrShape, i, len(w), len(g))
+		}
+		st, err := o.stateFor(p)
+		if err != nil {
+			return norm, err
+		}
+		m, v := st.m.Data().([]float32), st.v.Data().([]float32)
+		for j := range w {
+			gj := g[j] * scale
+			m[j] = b1*m[j] + (1-b1)*gj
+			v[j] = b2*v[j] + (1-b2)*gj*gj
+			mhat, vhat := m[j]/c1, v[j]/c2
+			w[j] -= lr*mhat/(float32(math.Sqrt(float64(vhat)))+eps) + decay*w[j]
+		}
+	}
+	return norm, nil
+}
+
+func (o *optimizer) stateFor(p *tensor.Dense) (*adamState, error) {
+	if st, ok := o.state[p]; ok {
+		return st, nil
+	}
+	m, mMem, err := newDeviceTensor(o.alloc, p.Shape())
+	if err != nil {
+		return nil, err
+	}
+	v, vMem, err := newDeviceTensor(o.alloc, p.Shape())
+	if err != nil {
+		return nil, errors.Join(err, o.alloc.Free(mMem.mem, mMem.size))
+	}
+	st := &adamState{m: m, v: v, mMem: mMem, vMem: vMem}
+	o.state[p] = st
+	return st, nil
+}
+
+// Close returns the optimizer state to the allocator.
+func (o *optimizer) Close() error {
+	var errs []error
+	for p, st := range o.state {
+		errs = append(errs, o.alloc.Free(st.mMem.mem, st.mMem.size), o.alloc.Free(st.vMem.mem, st.vMem.size))
+		delete(o.state, p)
+	}
+	return errors.Join(errs...)
+}
+
+// newDeviceTensor is a zeroed float32 tensor of the given shape in allocator memory.
+func newDeviceTensor(alloc vm.Allocator, shape tensor.Shape) (*tensor.Dense, tensorMemory, error) {
+	size := int64(shape.TotalSize()) * 4
+	mem, err := alloc.Get(size)
+	if err != nil {
+		return nil, tensorMemory{}, fmt.Errorf("train: get %d bytes: %w", size, err)
+	}
+	d := tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(shape.Clone()...), tensor.FromMemory(mem.Uintptr(), uintptr(size)))
+	clear(d.Raw)
+	return d, tensorMemory{mem: mem, size: size}, nil
+}
