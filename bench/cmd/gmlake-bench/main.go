@@ -8,6 +8,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/alecthomas/kong"
@@ -19,11 +20,16 @@ type cli struct {
 
 func main() {
 	var c cli
-	ctx := kong.Parse(&c, kong.Name("gmlake-bench"),
-		kong.Description("Measures how much device memory a training trace needs under each allocator."),
-		kong.UsageOnError())
+	ctx := kong.Parse(&c, options(os.Stdout)...)
 	if err := ctx.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "gmlake-bench:", err)
 		os.Exit(1)
 	}
+}
+
+// options configures the parser; the commands print to stdout.
+func options(stdout io.Writer) []kong.Option {
+	return []kong.Option{kong.Name("gmlake-bench"),
+		kong.Description("Measures how much device memory a training trace needs under each allocator."),
+		kong.UsageOnError(), kong.BindTo(stdout, (*io.Writer)(nil))}
 }

@@ -29,7 +29,7 @@ type replayCmd struct {
 	Traces      []string      `arg:"" type:"existingfile" name:"TRACE" help:"Trace files."`
 }
 
-func (c *replayCmd) Run() error {
+func (c *replayCmd) Run(stdout io.Writer) error {
 	specs, err := bench.SimSpecs(c.Allocators)
 	if err != nil {
 		return err
@@ -54,9 +54,9 @@ func (c *replayCmd) Run() error {
 	}
 	reports, failed := c.measureAll(traces, specs)
 	if c.JSON {
-		err = writeJSON(os.Stdout, reports)
+		err = writeJSON(stdout, reports)
 	} else {
-		err = writeTable(os.Stdout, reports, c.MinCapacity, c.Capacity > 0)
+		err = writeTable(stdout, reports, c.MinCapacity, c.Capacity > 0)
 	}
 	if err != nil {
 		return err

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/alecthomas/kong"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const tinyTrace = `# workload tiny
+a 0 12582912 0
+i 0
+a 1 1000 0
+f 1
+i 1
+a 2 14680064 0
+f 2
+`
+
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	var c cli
+	parser, err := kong.New(&c, options(&out)...)
+	require.NoError(t, err)
+	ctx, err := parser.Parse(args)
+	require.NoError(t, err)
+	err = ctx.Run()
+	return out.String(), err
+}
+
+func writeTiny(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tiny.trace")
+	require.NoError(t, os.WriteFile(path, []byte(tinyTrace), 0o644))
+	return path
+}
+
+func TestReplayJSON(t *testing.T) {
+	out, err := runCLI(t, "replay", "--quiet", "--allocators", "gorgonia,caching,direct", "--min-capacity",
+		"--capacity", "20MiB", "--json", writeTiny(t))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3)
+	for i, want := range []string{"gorgonia", "caching", "direct"} {
+		var row map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lines[i]), &row), lines[i])
+		assert.Equal(t, want, row["allocator"])
+		assert.Equal(t, "tiny.trace", row["trace"])
+		for _, key := range []string{"peak_active", "peak_reserved", "fragmentation", "min_capacity",
+			"capacity_over_active", "steady_driver_calls_per_iter", "ns_per_pair", "oom"} {
+			assert.Contains(t, row, key, want)
+		}
+		assert.EqualValues(t, 26<<20, row["peak_active"], want)
+	}
+	var caching map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &caching))
+	assert.Equal(t, true, caching["oom"], "12 + 14 MiB live at once do not fit in 20 MiB")
+	assert.EqualValues(t, 26<<20, caching["min_capacity"])
+}
+
+func TestReplayTablePlotMarkdown(t *testing.T) {
+	dir := t.TempDir()
+	anchors := filepath.Join(dir, "anchors.jsonl")
+	require.NoError(t, os.WriteFile(anchors, []byte(`{"trace": "tiny.trace", "allocator": "pytorch-default", "peak_active": 27262976, "peak_reserved": 29360128, "fragmentation": 0.07, "min_capacity": 29360128, "capacity_over_active": 1.077}`+"\n"), 0o644))
+	md := filepath.Join(dir, "RESULTS.md")
+	out, err := runCLI(t, "replay", "--quiet", "--allocators", "caching,direct", "--min-capacity",
+		"--plot", filepath.Join(dir, "plots"), "--markdown", md, "--anchors", anchors, writeTiny(t))
+	require.NoError(t, err)
+	assert.Contains(t, out, "peak reserved")
+	assert.Contains(t, out, "caching")
+	assert.Contains(t, out, "direct")
+	png, err := os.ReadFile(filepath.Join(dir, "plots", "tiny.trace.png"))
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(png, []byte("\x89PNG")))
+	report, err := os.ReadFile(md)
+	require.NoError(t, err)
+	assert.Contains(t, string(report), "| tiny.trace | pytorch-default |")
+	assert.Contains(t, string(report), "| tiny.trace | 0.03 / 0.03 (+0.0%) | 0.03 / 0.03 (-7.1%) |",
+		"caching (28 MiB reserved, 26 MiB needed) beside PyTorch default (28 MiB, 28 MiB)")
+}
+
+func TestReplayRejectsUnknownAllocator(t *testing.T) {
+	_, err := runCLI(t, "replay", "--quiet", "--allocators", "nope", writeTiny(t))
+	assert.Error(t, err)
+}
