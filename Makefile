@@ -17,6 +17,14 @@ race:
 fuzz-short:
 	@true
 
+# ---- Benchmarks: every trace in $(TRACES) through every allocator (simulated devices), minimum
+# capacity included; prints a table and writes bench/RESULTS.md with PyTorch's figures beside ours.
+.PHONY: bench
+bench:
+	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --quiet \
+		--markdown bench/RESULTS.md --anchors $(TRACES)/pytorch-anchors.jsonl \
+		$(wildcard $(TRACES)/*.trace.gz $(TRACES)/*.pickle.gz)
+
 # ---- CUDA (build tag `cuda`). No GPU or CUDA install needed to build: cuda-headers takes cuda.h,
 # cudaTypedefs.h and the libcuda.so link stub from Debian's nvidia-cuda-dev into $(CUDA_DIR).
 # GPU binaries go to $(GPU_DIR); copy or carry that folder to a GPU machine (see gpu-test).
