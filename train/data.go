@@ -13,6 +13,7 @@ import (
 // and a tiny model gets most of the way within a few hundred steps.
 type Counting struct {
 	Base, Alphabet, Strides int
+	Down                    bool // count downwards: 13 10 7 4 ...
 }
 
 // DefaultCounting counts through 32 tokens starting at id 4 with strides 1..3.
@@ -34,7 +35,11 @@ func (c Counting) Batch(rng *rand.Rand, batch, seq int) [][]int {
 		start, stride := rng.Intn(c.Alphabet), 1+rng.Intn(c.Strides)
 		row := make([]int, seq)
 		for t := range row {
-			row[t] = c.Base + (start+t*stride)%c.Alphabet
+			step := t * stride
+			if c.Down {
+				step = c.Alphabet*t - step // (start - t*stride) mod Alphabet, kept non-negative
+			}
+			row[t] = c.Base + (start+step)%c.Alphabet
 		}
 		out[b] = row
 	}

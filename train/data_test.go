@@ -9,7 +9,14 @@ import (
 )
 
 func TestCountingBatch(t *testing.T) {
-	c := DefaultCounting
+	down := DefaultCounting
+	down.Down = true
+	for _, c := range []Counting{DefaultCounting, down} {
+		checkCounting(t, c)
+	}
+}
+
+func checkCounting(t *testing.T, c Counting) {
 	require.NoError(t, c.Validate(512))
 	rng := rand.New(rand.NewSource(1))
 	for _, seq := range []int{2, 9, 64} {
@@ -18,11 +25,18 @@ func TestCountingBatch(t *testing.T) {
 		for _, row := range batch {
 			require.Len(t, row, seq)
 			stride := (row[1] - row[0] + c.Alphabet) % c.Alphabet
+			if c.Down {
+				stride = (row[0] - row[1] + c.Alphabet) % c.Alphabet
+			}
 			assert.True(t, stride >= 1 && stride <= c.Strides, "stride %d", stride)
 			for i, tok := range row {
 				assert.True(t, tok >= c.Base && tok < c.Base+c.Alphabet)
 				if i > 0 {
-					assert.Equal(t, stride, (tok-row[i-1]+c.Alphabet)%c.Alphabet, "constant stride")
+					step := (tok - row[i-1] + c.Alphabet) % c.Alphabet
+					if c.Down {
+						step = (row[i-1] - tok + c.Alphabet) % c.Alphabet
+					}
+					assert.Equal(t, stride, step, "constant stride")
 				}
 			}
 		}
