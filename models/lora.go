@@ -88,7 +88,10 @@ func (b *builder) addAdapters() ([]string, error) {
 			name := p.module + a.suffix
 			t, ok := b.w.Tensors[name]
 			if !ok {
-				t = newTensor(b.opts.Engine, a.shape...)
+				var err error
+				if t, err = newTensor(b.opts.Engine, a.shape...); err != nil {
+					return nil, err
+				}
 				data := float32s(t)
 				clear(data)
 				if a.suffix == loraA { // kaiming-uniform(a=√5) as peft does: U(-1/√in, 1/√in)

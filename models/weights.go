@@ -19,12 +19,23 @@ type Weights struct {
 	Tensors map[string]*tensor.Dense
 }
 
-// newTensor allocates a float32 tensor through eng, or on the Go heap when eng is nil.
-func newTensor(eng tensor.Engine, shape ...int) *tensor.Dense {
+// newTensor allocates a float32 tensor through eng, or on the Go heap when
+// eng is nil. tensor.New panics when the engine's Alloc fails; that becomes
+// an error wrapping the engine's (so errors.Is sees, say, an out-of-memory).
+func newTensor(eng tensor.Engine, shape ...int) (t *tensor.Dense, err error) {
 	if eng == nil {
-		return tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(shape...))
+		return tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(shape...)), nil
 	}
-	return tensor.New(tensor.WithEngine(eng), tensor.Of(tensor.Float32), tensor.WithShape(shape...))
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				err = fmt.Errorf("models: allocating a float32 tensor of shape %v: %w", shape, e)
+			} else {
+				err = fmt.Errorf("models: allocating a float32 tensor of shape %v: %v", shape, r)
+			}
+		}
+	}()
+	return tensor.New(tensor.WithEngine(eng), tensor.Of(tensor.Float32), tensor.WithShape(shape...)), nil
 }
 
 // float32s is the backing slice of a contiguous float32 tensor.
@@ -40,7 +51,10 @@ func InitWeights(cfg Config, seed int64, eng tensor.Engine) (*Weights, error) {
 	rng := rand.New(rand.NewSource(seed))
 	w := &Weights{Config: cfg, Tensors: make(map[string]*tensor.Dense)}
 	for _, s := range paramSpecs(cfg) {
-		t := newTensor(eng, s.shape...)
+		t, err := newTensor(eng, s.shape...)
+		if err != nil {
+			return nil, err
+		}
 		fill(float32s(t), s.init, rng)
 		w.Tensors[s.name] = t
 	}
@@ -87,7 +101,10 @@ func LoadWeights(dir string, cfg Config, eng tensor.Engine) (*Weights, error) {
 		if !sameShape(e.Shape, s.shape) {
 			return nil, fmt.Errorf("%w: tensor %s has shape %v, config wants %v", ErrBadCheckpoint, s.name, e.Shape, s.shape)
 		}
-		t := newTensor(eng, s.shape...)
+		t, err := newTensor(eng, s.shape...)
+		if err != nil {
+			return nil, err
+		}
 		if err := st.readInto(stored, float32s(t)); err != nil {
 			return nil, err
 		}
