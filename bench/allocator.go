@@ -30,6 +30,12 @@ type Checker interface {
 	Check() error
 }
 
+// CallCounter is implemented by allocators that count their driver calls by kind (names such as
+// "map", "create"); the replay reports the steady-state calls per iteration of each kind.
+type CallCounter interface {
+	CallsByKind() map[string]uint64
+}
+
 // Device is the memory a baseline allocator draws from: cudaMalloc/cudaFree on a GPU, SimDevice in
 // the simulation. Allocators count their own Device calls, so an implementation need not.
 type Device interface {

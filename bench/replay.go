@@ -63,9 +63,12 @@ type Run struct {
 	// marker's number; a trace without markers has none).
 	SetupCalls uint64
 	IterCalls  map[int]uint64
-	Elapsed    time.Duration // wall time of the replay loop
-	Pairs      int           // allocations made (each later freed or still live at the end)
-	Series     []Point       // sampled active/reserved bytes, when asked for
+	// SteadyCallsByKind: driver calls per steady iteration (SteadyFrom on) of each kind, for an
+	// allocator that is a CallCounter.
+	SteadyCallsByKind map[string]float64
+	Elapsed           time.Duration // wall time of the replay loop
+	Pairs             int           // allocations made (each later freed or still live at the end)
+	Series            []Point       // sampled active/reserved bytes, when asked for
 }
 
 // OOMEvent says where a replay ran out of memory.
@@ -107,6 +110,9 @@ func Replay(p *Prepared, a Allocator, series int) (*Run, error) {
 		}
 		lastCalls = calls
 	}
+	counter, _ := a.(CallCounter)
+	var steadyStart map[string]uint64
+	steadyIters := 0
 	stride, sample := 0, Point{}
 	if series > 0 {
 		stride = max(1, len(p.ops)/series)
@@ -142,6 +148,12 @@ func Replay(p *Prepared, a Allocator, series int) (*Run, error) {
 		case trace.Iter:
 			closeIter()
 			iter = int(o.slot)
+			if iter >= SteadyFrom && counter != nil {
+				if steadyStart == nil {
+					steadyStart = counter.CallsByKind()
+				}
+				steadyIters++
+			}
 		}
 		if stride > 0 {
 			sample.Active = max(sample.Active, active)
@@ -156,6 +168,14 @@ func Replay(p *Prepared, a Allocator, series int) (*Run, error) {
 	r.Elapsed = time.Since(start)
 	r.Events = len(p.ops)
 	closeIter()
+	if steadyStart != nil {
+		r.SteadyCallsByKind = make(map[string]float64)
+		for kind, n := range counter.CallsByKind() {
+			if d := n - steadyStart[kind]; d > 0 {
+				r.SteadyCallsByKind[kind] = float64(d) / float64(steadyIters)
+			}
+		}
+	}
 	if c, ok := a.(Checker); ok {
 		if err := c.Check(); err != nil {
 			return r, fmt.Errorf("%w: %s: %s: invariants broken after replay: %w", ErrReplay, p.Name, a.Name(), err)
