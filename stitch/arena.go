@@ -1,0 +1,166 @@
+package stitch
+
+import (
+	"fmt"
+	"slices"
+)
+
+// slot is one chunk-sized place of the arena. While present it holds the chunk at offset hoff of
+// physical allocation h, mapped at arenaBase + index*G.
+type slot struct {
+	h       PhysHandle
+	hoff    uint64
+	present bool
+	views   int32 // views that map this chunk besides the arena
+}
+
+// physAlloc is one driver allocation (one Create), mapped at consecutive arena slots.
+type physAlloc struct {
+	h        PhysHandle
+	first, n uint64 // slots [first, first+n)
+}
+
+// grow creates n chunks in free arena slots (holes left by EmptyCache first, then past the end),
+// one Create per run of consecutive slots, and adds them to the loose set. On any driver error
+// everything created by this call is undone.
+func (e *Engine) grow(n uint64) error {
+	if e.reserved+e.orphanBytes+n*e.g > e.capacity {
+		return fmt.Errorf("stitch: %d more bytes would pass the capacity of %d: %w", n*e.g, e.capacity, ErrOutOfMemory)
+	}
+	type run struct{ first, n uint64 }
+	var runs []run
+	need := n
+	if e.holes > 0 {
+		for i := uint64(0); i < uint64(len(e.slots)) && need > 0; i++ {
+			if e.slots[i].present {
+				continue
+			}
+			if k := len(runs) - 1; k >= 0 && runs[k].first+runs[k].n == i {
+				runs[k].n++
+			} else {
+				runs = append(runs, run{i, 1})
+			}
+			need--
+		}
+	}
+	if need > 0 {
+		runs = append(runs, run{uint64(len(e.slots)), need})
+	}
+	var made []physAlloc
+	for _, r := range runs {
+		pa, err := e.createRun(r.first, r.n)
+		if err != nil {
+			for _, m := range slices.Backward(made) {
+				e.undoRun(m, true)
+			}
+			return err
+		}
+		made = append(made, pa)
+	}
+	hw := e.highWater()
+	for _, pa := range made {
+		for uint64(len(e.slots)) < pa.first+pa.n {
+			e.slots = append(e.slots, slot{})
+		}
+		for i := uint64(0); i < pa.n; i++ {
+			s := &e.slots[pa.first+i]
+			if !s.present && pa.first+i < hw {
+				e.holes--
+			}
+			*s = slot{h: pa.h, hoff: i * e.g, present: true}
+		}
+		e.allocs[pa.h] = &physAlloc{h: pa.h, first: pa.first, n: pa.n}
+		e.reserved += pa.n * e.g
+		e.loose.insert(span{start: pa.first * e.g, end: (pa.first + pa.n) * e.g})
+	}
+	e.peakReserved = max(e.peakReserved, e.reserved)
+	return nil
+}
+
+// highWater is the number of slots ever used; holes are counted below it.
+func (e *Engine) highWater() uint64 { return uint64(len(e.slots)) }
+
+// createRun creates and maps n chunks at slots [first, first+n); it leaves nothing behind on error.
+func (e *Engine) createRun(first, n uint64) (physAlloc, error) {
+	size := n * e.g
+	h, err := e.drv.create(size)
+	if err != nil {
+		return physAlloc{}, err
+	}
+	pa := physAlloc{h: h, first: first, n: n}
+	addr := e.arenaBase + uintptr(first*e.g)
+	if err := e.drv.mapRange(addr, size, h, 0); err != nil {
+		e.undoRun(pa, false)
+		return physAlloc{}, err
+	}
+	if err := e.drv.setAccess(addr, size); err != nil {
+		e.undoRun(pa, true)
+		return physAlloc{}, err
+	}
+	return pa, nil
+}
+
+// undoRun unmaps (if mapped) and releases a run made by createRun; what fails is kept as an orphan.
+func (e *Engine) undoRun(pa physAlloc, mapped bool) {
+	if mapped {
+		if err := e.drv.unmap(e.arenaBase+uintptr(pa.first*e.g), pa.n*e.g); err != nil {
+			e.log.Error("stitch: unmap during rollback failed; chunk kept as orphan", "err", err)
+			e.orphans = append(e.orphans, orphan{h: pa.h, addr: e.arenaBase + uintptr(pa.first*e.g), size: pa.n * e.g, mapped: true})
+			e.orphanBytes += pa.n * e.g
+			return
+		}
+	}
+	if err := e.drv.release(pa.h); err != nil {
+		e.log.Error("stitch: release during rollback failed; chunk kept as orphan", "err", err)
+		e.orphans = append(e.orphans, orphan{h: pa.h, size: pa.n * e.g})
+		e.orphanBytes += pa.n * e.g
+	}
+}
+
+// orphan is a driver object the engine could not give back after an error; Close tries again.
+type orphan struct {
+	h      PhysHandle // physical allocation to release (0: none)
+	addr   uintptr    // range to unmap (if mapped) or to free (if h == 0)
+	size   uint64
+	mapped bool
+}
+
+// releasable reports whether physical allocation pa can be given back: every byte loose, no view
+// mapping any of its chunks.
+func (e *Engine) releasable(pa *physAlloc) bool {
+	for i := pa.first; i < pa.first+pa.n; i++ {
+		if e.slots[i].views != 0 {
+			return false
+		}
+	}
+	_, ok := e.loose.containing(pa.first*e.g, (pa.first+pa.n)*e.g)
+	return ok
+}
+
+// releaseAlloc unmaps pa from the arena and releases it. The caller checked releasable.
+func (e *Engine) releaseAlloc(pa *physAlloc) error {
+	addr, size := e.arenaBase+uintptr(pa.first*e.g), pa.n*e.g
+	if err := e.drv.unmap(addr, size); err != nil {
+		return fmt.Errorf("stitch: release chunks at arena offset %d: %w", pa.first*e.g, err)
+	}
+	if err := e.drv.release(pa.h); err != nil {
+		// Put it back as it was, so the engine stays consistent.
+		if merr := e.drv.mapRange(addr, size, pa.h, 0); merr == nil {
+			if aerr := e.drv.setAccess(addr, size); aerr == nil {
+				return fmt.Errorf("stitch: release chunks at arena offset %d: %w", pa.first*e.g, err)
+			}
+			_ = e.drv.unmap(addr, size)
+		}
+		e.orphans = append(e.orphans, orphan{h: pa.h, size: size})
+		e.orphanBytes += size
+		e.log.Error("stitch: physical allocation orphaned after failed release", "err", err)
+	}
+	e.loose.take(pa.first*e.g, (pa.first+pa.n)*e.g)
+	for i := pa.first; i < pa.first+pa.n; i++ {
+		e.slots[i] = slot{}
+		e.holes++
+	}
+	delete(e.allocs, pa.h)
+	e.reserved -= size
+	return nil
+}

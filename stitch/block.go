@@ -1,0 +1,101 @@
+package stitch
+
+// blockKind says where a block's bytes are.
+type blockKind uint8
+
+const (
+	primitive blockKind = iota // a range of the arena: [pos, pos+size)
+	stitched                   // the prefix of a view
+	small                      // a range of a page, below the small threshold
+)
+
+// block is a piece of memory handed out by Alloc (or a page held by the small pool). A block is
+// live (owned by the caller) or cached (freed, kept whole for a request of exactly its size on its
+// stream). Fields are guarded by Engine.mu.
+type block struct {
+	ptr    uintptr
+	size   uint64 // rounded to alignment
+	req    uint64 // size the caller asked for; Free must name it
+	kind   blockKind
+	live   bool
+	pos    uint64 // primitive: arena offset of the first byte
+	view   *view  // stitched: the view it is the prefix of
+	page   *page  // small: the page holding it; large: the page it is, while the small pool holds it
+	stream Stream
+
+	// Set while cached.
+	event     Event  // recorded at free when several streams are in use; 0: none
+	freeEpoch uint64 // Engine.epoch at free: a Synchronize since then makes it safe everywhere
+	list      *freeList
+	next      *block // in list
+	prev      *block
+	older     *block // in the pool's age list
+	newer     *block
+}
+
+// freeList holds cached blocks of one size on one stream, most recently freed first.
+type freeList struct {
+	head *block
+	n    int
+}
+
+func (l *freeList) push(b *block) {
+	b.prev, b.next = nil, l.head
+	if l.head != nil {
+		l.head.prev = b
+	}
+	l.head = b
+	l.n++
+}
+
+func (l *freeList) unlink(b *block) {
+	if b.prev != nil {
+		b.prev.next = b.next
+	} else {
+		l.head = b.next
+	}
+	if b.next != nil {
+		b.next.prev = b.prev
+	}
+	b.next, b.prev = nil, nil
+	l.n--
+}
+
+// ageList orders the cached blocks of one pool (large or small) by time of free, for flushing
+// the oldest first.
+type ageList struct {
+	oldest, newest *block
+	n              int
+	bytes          uint64
+}
+
+func (a *ageList) pushNewest(b *block) {
+	b.newer, b.older = nil, a.newest
+	if a.newest != nil {
+		a.newest.newer = b
+	} else {
+		a.oldest = b
+	}
+	a.newest = b
+	a.n++
+	a.bytes += b.size
+}
+
+func (a *ageList) unlink(b *block) {
+	if b.older != nil {
+		b.older.newer = b.newer
+	} else {
+		a.oldest = b.newer
+	}
+	if b.newer != nil {
+		b.newer.older = b.older
+	} else {
+		a.newest = b.older
+	}
+	b.older, b.newer = nil, nil
+	a.n--
+	a.bytes -= b.size
+}
+
+// sizeLists maps a rounded size to its free list, for one stream.
+type sizeLists map[uint64]*freeList

@@ -1,0 +1,326 @@
+package stitch
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Check walks every pool, block, chunk, view and index and returns every broken invariant (see the
+// package doc), errors.Join'ed; nil when the engine is consistent. It is slow: for tests.
+func (e *Engine) Check() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	c := &checker{}
+	e.checkFreeSet(c, "loose", e.loose)
+	e.checkFreeSet(c, "small free", e.smallFree)
+	e.checkBlocks(c)
+	e.checkPhysical(c)
+	e.checkViews(c)
+	e.checkPages(c)
+	return errors.Join(c.errs...)
+}
+
+type checker struct{ errs []error }
+
+func (c *checker) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("stitch: check: "+format, args...))
+}
+
+func (e *Engine) checkFreeSet(c *checker, name string, f *freeSet) {
+	if f.byAddr.n != f.bySize.n {
+		c.fail("%s: %d spans by address, %d by size", name, f.byAddr.n, f.bySize.n)
+	}
+	var prev *span
+	var sum uint64
+	n := 0
+	f.byAddr.walk(func(s span) bool {
+		n++
+		sum += s.size()
+		if s.start >= s.end {
+			c.fail("%s: empty span %+v", name, s)
+		}
+		if prev != nil && prev.end > s.start {
+			c.fail("%s: spans %+v and %+v overlap", name, *prev, s)
+		}
+		if prev != nil && prev.end == s.start && prev.owner == s.owner {
+			c.fail("%s: spans %+v and %+v not coalesced", name, *prev, s)
+		}
+		if got, ok := f.bySize.ceil(s); !ok || got != s {
+			c.fail("%s: span %+v missing from the size index", name, s)
+		}
+		p := s
+		prev = &p
+		return true
+	})
+	if n != f.byAddr.n {
+		c.fail("%s: walked %d spans, count says %d", name, n, f.byAddr.n)
+	}
+	if sum != f.bytes {
+		c.fail("%s: spans hold %d bytes, total says %d", name, sum, f.bytes)
+	}
+}
+
+func (e *Engine) checkBlocks(c *checker) {
+	var live uint64
+	liveN, cached := 0, map[*block]bool{}
+	for ptr, b := range e.blocks {
+		if b.ptr != ptr {
+			c.fail("block indexed at %#x has pointer %#x", ptr, b.ptr)
+		}
+		if b.size == 0 || b.size%alignment != 0 || b.req > b.size || (b.live && b.req == 0) {
+			c.fail("block %#x: size %d, requested %d", ptr, b.size, b.req)
+		}
+		if b.kind == small && b.size >= e.cfg.smallThreshold || b.kind != small && b.size < e.cfg.smallThreshold {
+			c.fail("block %#x: kind %d with size %d", ptr, b.kind, b.size)
+		}
+		if b.kind != small && b.page != nil {
+			c.fail("block %#x: a page in the pointer index", ptr)
+		}
+		if b.live {
+			live += b.req
+			liveN++
+			if b.list != nil && (b.next != nil || b.prev != nil || b.list.head == b) {
+				c.fail("live block %#x is in a free list", ptr)
+			}
+		} else {
+			cached[b] = true
+		}
+	}
+	if live != e.live || liveN != e.liveBlocks {
+		c.fail("live blocks hold %d bytes in %d blocks, stats say %d in %d", live, liveN, e.live, e.liveBlocks)
+	}
+	inAge := 0
+	for _, age := range []*ageList{&e.largeAge, &e.smallAge} {
+		n, bytes := 0, uint64(0)
+		for b := age.oldest; b != nil; b = b.newer {
+			n++
+			bytes += b.size
+			if !cached[b] {
+				c.fail("age list holds %#x, which is not a cached block", b.ptr)
+			}
+			if (b.kind == small) != (age == &e.smallAge) {
+				c.fail("cached block %#x in the wrong age list", b.ptr)
+			}
+			if b.newer == nil && age.newest != b {
+				c.fail("age list ends at %#x, newest is another", b.ptr)
+			}
+		}
+		if n != age.n || bytes != age.bytes {
+			c.fail("age list: %d blocks of %d bytes, counts say %d of %d", n, bytes, age.n, age.bytes)
+		}
+		inAge += n
+	}
+	if inAge != len(cached) {
+		c.fail("%d cached blocks, %d in age lists", len(cached), inAge)
+	}
+	inLists := 0
+	check := func(s Stream, lists sizeLists) {
+		for size, l := range lists {
+			n := 0
+			for b := l.head; b != nil; b = b.next {
+				n++
+				if !cached[b] || b.size != size || b.stream != s || b.list != l {
+					c.fail("free list (%d bytes, stream %d) holds block %#x of %d bytes, stream %d", size, s, b.ptr, b.size, b.stream)
+				}
+				if b.next != nil && b.next.prev != b {
+					c.fail("free list links broken at %#x", b.ptr)
+				}
+			}
+			if n != l.n {
+				c.fail("free list (%d bytes) has %d blocks, count says %d", size, n, l.n)
+			}
+			inLists += n
+		}
+	}
+	check(e.hotStream, e.hotLists)
+	for s, lists := range e.otherLists {
+		check(s, lists)
+	}
+	if inLists != len(cached) {
+		c.fail("%d cached blocks, %d in free lists", len(cached), inLists)
+	}
+}
+
+// checkPhysical verifies that loose spans, primitive blocks and stitched pieces tile the present
+// chunks exactly.
+func (e *Engine) checkPhysical(c *checker) {
+	type owned struct {
+		s    span
+		what string
+	}
+	var all []owned
+	e.loose.byAddr.walk(func(s span) bool { all = append(all, owned{s, "loose"}); return true })
+	large := func(b *block, what string) {
+		switch b.kind {
+		case primitive:
+			all = append(all, owned{span{start: b.pos, end: b.pos + b.size}, what})
+			if b.ptr != e.arenaBase+uintptr(b.pos) {
+				c.fail("%s %#x: not at its arena offset %d", what, b.ptr, b.pos)
+			}
+		case stitched:
+			if b.view == nil || b.view.blk != b {
+				c.fail("%s %#x: stitched, but its view does not name it", what, b.ptr)
+				return
+			}
+			if b.size > b.view.cap || b.ptr != b.view.base+uintptr(b.view.head) {
+				c.fail("%s %#x: not a prefix of its view", what, b.ptr)
+			}
+			prefix(b.view, b.size, func(p span) bool { all = append(all, owned{p, what}); return true })
+		}
+	}
+	for _, b := range e.blocks {
+		if b.kind != small {
+			large(b, "block")
+		}
+	}
+	for _, p := range e.pages {
+		large(p.blk, "page")
+	}
+	slices.SortFunc(all, func(a, b owned) int { return cmp.Compare(a.s.start, b.s.start) })
+	var covered uint64
+	for i, o := range all {
+		covered += o.s.size()
+		if i > 0 && all[i-1].s.end > o.s.start {
+			c.fail("%s %+v overlaps %s %+v", all[i-1].what, all[i-1].s, o.what, o.s)
+		}
+		for ch := o.s.start / e.g; ch*e.g < o.s.end; ch++ {
+			if ch >= uint64(len(e.slots)) || !e.slots[ch].present {
+				c.fail("%s %+v uses arena slot %d, which holds no chunk", o.what, o.s, ch)
+				break
+			}
+		}
+	}
+	present, holes := uint64(0), 0
+	for i, s := range e.slots {
+		if s.present {
+			present++
+			pa := e.allocs[s.h]
+			if pa == nil || uint64(i) < pa.first || uint64(i) >= pa.first+pa.n || s.hoff != (uint64(i)-pa.first)*e.g {
+				c.fail("slot %d: handle %d offset %d does not match its allocation", i, s.h, s.hoff)
+			}
+		} else {
+			holes++
+			if s.views != 0 {
+				c.fail("empty slot %d mapped by %d views", i, s.views)
+			}
+		}
+	}
+	if covered != present*e.g {
+		c.fail("blocks and loose spans cover %d bytes, chunks hold %d", covered, present*e.g)
+	}
+	if present*e.g != e.reserved {
+		c.fail("%d chunks present, reserved says %d bytes", present, e.reserved)
+	}
+	if holes != e.holes {
+		c.fail("%d empty slots, count says %d", holes, e.holes)
+	}
+	if e.reserved > e.peakReserved || e.reserved+e.orphanBytes > e.capacity {
+		c.fail("reserved %d, peak %d, capacity %d", e.reserved, e.peakReserved, e.capacity)
+	}
+}
+
+func (e *Engine) checkViews(c *checker) {
+	views := make([]int32, len(e.slots))
+	var bytes uint64
+	idle := 0
+	for base, v := range e.views {
+		bytes += v.vsize
+		if v.base != base || v.vsize != uint64(len(v.chunks))*e.g || len(v.pieces) == 0 {
+			c.fail("view %#x: malformed", base)
+			continue
+		}
+		var sum uint64
+		for i, p := range v.pieces {
+			sum += p.size()
+			if i > 0 && p.start%e.g != 0 || i < len(v.pieces)-1 && p.end%e.g != 0 {
+				c.fail("view %#x: piece %d %+v is not chunk-aligned inside the view", base, i, p)
+			}
+		}
+		if sum != v.cap || v.head != v.pieces[0].start%e.g {
+			c.fail("view %#x: capacity %d or head %d wrong", base, v.cap, v.head)
+		}
+		if got := e.chunksOf(v.pieces); !slices.Equal(got, v.chunks) {
+			c.fail("view %#x: maps chunks %v, pieces need %v", base, v.chunks, got)
+		}
+		for _, ch := range v.chunks {
+			if ch < uint64(len(views)) {
+				views[ch]++
+			}
+		}
+		if v.blk == nil {
+			idle++
+		} else if v.blk.view != v || (v.blk.page == nil && e.blocks[v.blk.ptr] != v.blk) {
+			c.fail("view %#x: its block does not point back", base)
+		}
+	}
+	for i, n := range views {
+		if e.slots[i].views != n {
+			c.fail("slot %d: %d views map it, count says %d", i, n, e.slots[i].views)
+		}
+	}
+	if bytes != e.viewBytes {
+		c.fail("views hold %d virtual bytes, count says %d", bytes, e.viewBytes)
+	}
+	n := 0
+	for v := e.idleOldest; v != nil; v = v.newer {
+		n++
+		if v.blk != nil || e.views[v.base] != v {
+			c.fail("idle list holds view %#x, which has a block or is unknown", v.base)
+		}
+	}
+	if n != idle || n != e.idleCount {
+		c.fail("%d idle views, %d in the idle list, count %d", idle, n, e.idleCount)
+	}
+}
+
+func (e *Engine) checkPages(c *checker) {
+	type part struct {
+		s    span
+		what string
+	}
+	parts := map[uint64][]part{}
+	used := map[uint64]uint64{}
+	e.smallFree.byAddr.walk(func(s span) bool { parts[s.owner] = append(parts[s.owner], part{s, "free"}); return true })
+	for _, b := range e.blocks {
+		if b.kind != small {
+			continue
+		}
+		if b.page == nil || e.pages[b.page.id] != b.page {
+			c.fail("small block %#x: unknown page", b.ptr)
+			continue
+		}
+		parts[b.page.id] = append(parts[b.page.id], part{span{start: uint64(b.ptr), end: uint64(b.ptr) + b.size}, "block"})
+		used[b.page.id] += b.size
+	}
+	for id, ps := range parts {
+		if e.pages[id] == nil {
+			c.fail("small pool: spans %v in unknown page %d", ps, id)
+		}
+	}
+	for id, p := range e.pages {
+		if p.id != id || p.blk == nil || p.blk.page != p || p.blk.size != e.pageSize || p.blk.live != true {
+			c.fail("page %d: malformed", id)
+			continue
+		}
+		if used[id] != p.used {
+			c.fail("page %d: blocks use %d bytes, count says %d", id, used[id], p.used)
+		}
+		ps := parts[id]
+		slices.SortFunc(ps, func(a, b part) int { return cmp.Compare(a.s.start, b.s.start) })
+		at := uint64(p.blk.ptr)
+		for _, x := range ps {
+			if x.s.start != at {
+				c.fail("page %d: %s %+v does not follow %#x", id, x.what, x.s, at)
+			}
+			at = x.s.end
+		}
+		if at != uint64(p.blk.ptr)+p.blk.size {
+			c.fail("page %d: covered up to %#x of [%#x, +%d)", id, at, p.blk.ptr, p.blk.size)
+		}
+	}
+}

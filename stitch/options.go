@@ -1,0 +1,71 @@
+package stitch
+
+import (
+	"fmt"
+	"log/slog"
+)
+
+// Defaults of the options.
+const (
+	DefaultSmallThreshold = 1 << 20 // requests below it come from small pages
+	DefaultMinStitch      = 1 << 20 // pieces below it are never stitched (GLake's fragLimit)
+	DefaultMaxViews       = 8192    // views (stitched virtual ranges) kept cached
+	smallPageBytes        = 2 << 20 // small pages are this size, rounded up to Granularity
+	alignment             = 512     // every block size is a multiple of this
+)
+
+// Option configures an Engine.
+type Option func(*config) error
+
+type config struct {
+	smallThreshold uint64
+	minStitch      uint64
+	maxViews       int
+	maxViewBytes   uint64 // 0: 16 × arena size
+	capacity       uint64 // 0: what the driver reports
+	logger         *slog.Logger
+}
+
+// WithSmallThreshold sets the size below which requests come from small pages (default 1 MiB; at
+// most the page size, 2 MiB or Granularity if larger).
+func WithSmallThreshold(bytes uint64) Option {
+	return func(c *config) error { c.smallThreshold = bytes; return nil }
+}
+
+// WithMinStitch sets the smallest free piece that may be stitched (default 1 MiB).
+func WithMinStitch(bytes uint64) Option {
+	return func(c *config) error { c.minStitch = bytes; return nil }
+}
+
+// WithStitchBudget bounds the cached views: at most maxBlocks of them and maxVirtualBytes of virtual
+// address space (0 keeps the default). Views beyond it are released least recently used first.
+func WithStitchBudget(maxBlocks int, maxVirtualBytes uint64) Option {
+	return func(c *config) error {
+		if maxBlocks < 0 {
+			return fmt.Errorf("%w: stitch budget of %d blocks", ErrBadOption, maxBlocks)
+		}
+		if maxBlocks > 0 {
+			c.maxViews = maxBlocks
+		}
+		if maxVirtualBytes > 0 {
+			c.maxViewBytes = maxVirtualBytes
+		}
+		return nil
+	}
+}
+
+// WithCapacity limits the physical memory the engine creates (0: whatever the driver has).
+func WithCapacity(bytes uint64) Option {
+	return func(c *config) error { c.capacity = bytes; return nil }
+}
+
+// WithLogger sets where the engine logs (nothing by default).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrBadOption)
+		}
+		c.logger = l
+		return nil
+	}
+}

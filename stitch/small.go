@@ -1,0 +1,81 @@
+package stitch
+
+import "slices"
+
+// page is a large block lent to the small pool. Small blocks are carved from it by best fit; its
+// free ranges live in Engine.smallFree tagged with its id, so they never coalesce across pages.
+type page struct {
+	id   uint64
+	blk  *block // the large block it is
+	used uint64 // bytes of small blocks in it, live or cached
+}
+
+// allocSmall serves a request below the small threshold: best fit among the pages' free ranges,
+// then after flushing cached small blocks, then from a new page.
+func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
+	if b := e.carveSmall(r); b != nil {
+		return b, OutcomeSplit, nil
+	}
+	if e.flushUntil(&e.smallAge, r) {
+		if b := e.carveSmall(r); b != nil {
+			return b, OutcomeSplit, nil
+		}
+	}
+	pb, out, err := e.allocLarge(e.pageSize, s)
+	if err != nil {
+		return nil, 0, err
+	}
+	e.nextPageID++
+	p := &page{id: e.nextPageID, blk: pb}
+	pb.live = true
+	pb.page = p
+	e.pages[p.id] = p
+	e.smallFree.add(span{start: uint64(pb.ptr), end: uint64(pb.ptr) + pb.size, owner: p.id})
+	b := e.carveSmall(r)
+	if out == OutcomeExact {
+		out = OutcomeSplit
+	}
+	return b, out, nil
+}
+
+// carveSmall takes r bytes from the best-fitting free range of any page.
+func (e *Engine) carveSmall(r uint64) *block {
+	sp, ok := e.smallFree.bestFit(r)
+	if !ok {
+		return nil
+	}
+	e.smallFree.take(sp.start, sp.start+r)
+	p := e.pages[sp.owner]
+	p.used += r
+	b := e.newBlock()
+	b.kind, b.ptr, b.size, b.page = small, uintptr(sp.start), r, p
+	return b
+}
+
+// flushSmall returns a cached small block's bytes to its page; it returns the free range now
+// holding them.
+func (e *Engine) flushSmall(b *block) uint64 {
+	p := b.page
+	merged := e.smallFree.insert(span{start: uint64(b.ptr), end: uint64(b.ptr) + b.size, owner: p.id})
+	p.used -= b.size
+	return merged.size()
+}
+
+// releaseEmptyPages gives every page with no small block in it back to the large pool's loose set.
+func (e *Engine) releaseEmptyPages() {
+	var empty []uint64
+	for id, p := range e.pages {
+		if p.used == 0 {
+			empty = append(empty, id)
+		}
+	}
+	slices.Sort(empty) // a deterministic order keeps replays reproducible
+	for _, id := range empty {
+		p := e.pages[id]
+		e.smallFree.take(uint64(p.blk.ptr), uint64(p.blk.ptr)+p.blk.size)
+		delete(e.pages, id)
+		p.blk.page = nil
+		e.releaseLarge(p.blk)
+		e.recycle(p.blk)
+	}
+}

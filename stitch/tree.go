@@ -1,0 +1,182 @@
+package stitch
+
+// span is a half-open byte range [start, end): arena offsets in the large pool, virtual addresses in
+// the small pool. owner tags the page a small-pool span belongs to (0 in the arena); spans coalesce
+// only with neighbours of the same owner.
+type span struct {
+	start, end uint64
+	owner      uint64
+}
+
+func (s span) size() uint64 { return s.end - s.start }
+
+// tnode is a node of a treap.
+type tnode struct {
+	s           span
+	prio        uint32
+	left, right *tnode
+}
+
+// tree is a treap of spans ordered by start (byAddr) or by (size, start) (bySize). Starts are unique
+// within a tree. Removed nodes are kept for reuse so that steady churn allocates nothing.
+type tree struct {
+	root   *tnode
+	n      int
+	bySize bool
+	spare  *tnode // free nodes, linked through right
+	seed   uint32
+}
+
+func (t *tree) less(a, b span) bool {
+	if t.bySize && a.size() != b.size() {
+		return a.size() < b.size()
+	}
+	return a.start < b.start
+}
+
+func (t *tree) newNode(s span) *tnode {
+	n := t.spare
+	if n != nil {
+		t.spare = n.right
+		n.right = nil
+	} else {
+		n = &tnode{}
+	}
+	// xorshift: deterministic priorities keep replays reproducible.
+	t.seed ^= t.seed << 13
+	t.seed ^= t.seed >> 17
+	t.seed ^= t.seed << 5
+	if t.seed == 0 {
+		t.seed = 2463534242
+	}
+	n.s, n.prio = s, t.seed
+	return n
+}
+
+func (t *tree) insert(s span) {
+	t.root = t.ins(t.root, t.newNode(s))
+	t.n++
+}
+
+func (t *tree) ins(n, x *tnode) *tnode {
+	if n == nil {
+		return x
+	}
+	if t.less(x.s, n.s) {
+		n.left = t.ins(n.left, x)
+		if n.left.prio > n.prio {
+			l := n.left
+			n.left, l.right = l.right, n
+			return l
+		}
+	} else {
+		n.right = t.ins(n.right, x)
+		if n.right.prio > n.prio {
+			r := n.right
+			n.right, r.left = r.left, n
+			return r
+		}
+	}
+	return n
+}
+
+// remove deletes the span ordered equal to s; it reports whether there was one.
+func (t *tree) remove(s span) bool {
+	var found bool
+	t.root = t.del(t.root, s, &found)
+	if found {
+		t.n--
+	}
+	return found
+}
+
+func (t *tree) del(n *tnode, s span, found *bool) *tnode {
+	if n == nil {
+		return nil
+	}
+	switch {
+	case t.less(s, n.s):
+		n.left = t.del(n.left, s, found)
+	case t.less(n.s, s):
+		n.right = t.del(n.right, s, found)
+	default:
+		*found = true
+		m := merge(n.left, n.right)
+		n.left, n.right = nil, t.spare
+		t.spare = n
+		return m
+	}
+	return n
+}
+
+func merge(a, b *tnode) *tnode {
+	if a == nil {
+		return b
+	}
+	if b == nil {
+		return a
+	}
+	if a.prio > b.prio {
+		a.right = merge(a.right, b)
+		return a
+	}
+	b.left = merge(a, b.left)
+	return b
+}
+
+// ceil returns the smallest span not ordered before key.
+func (t *tree) ceil(key span) (span, bool) {
+	var best *tnode
+	for n := t.root; n != nil; {
+		if !t.less(n.s, key) {
+			best, n = n, n.left
+		} else {
+			n = n.right
+		}
+	}
+	if best == nil {
+		return span{}, false
+	}
+	return best.s, true
+}
+
+// floor returns the largest span not ordered after key.
+func (t *tree) floor(key span) (span, bool) {
+	var best *tnode
+	for n := t.root; n != nil; {
+		if !t.less(key, n.s) {
+			best, n = n, n.right
+		} else {
+			n = n.left
+		}
+	}
+	if best == nil {
+		return span{}, false
+	}
+	return best.s, true
+}
+
+// max returns the last span in order.
+func (t *tree) max() (span, bool) {
+	n := t.root
+	if n == nil {
+		return span{}, false
+	}
+	for n.right != nil {
+		n = n.right
+	}
+	return n.s, true
+}
+
+// walk calls fn on every span in order until fn returns false.
+func (t *tree) walk(fn func(span) bool) { walkNode(t.root, fn) }
+
+func walkNode(n *tnode, fn func(span) bool) bool {
+	for n != nil {
+		if !walkNode(n.left, fn) || !fn(n.s) {
+			return false
+		}
+		n = n.right
+	}
+	return true
+}

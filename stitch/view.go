@@ -1,0 +1,305 @@
+package stitch
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// view is a stitched virtual range: whole chunks mapped one after another so that its pieces (arena
+// ranges; only the first may start mid-chunk, only the last may end mid-chunk) read as one
+// contiguous range starting at base+head. At most one block (live or cached) uses it, as a prefix.
+// A view without a block waits in the idle LRU list for reuse or release.
+type view struct {
+	base   uintptr
+	vsize  uint64   // reserved and mapped bytes: len(chunks) * G
+	head   uint64   // offset of the first piece's first byte in its chunk
+	pieces []span   // arena ranges, in view order
+	chunks []uint64 // arena slot of each mapped chunk, in view order
+	cap    uint64   // sum of piece sizes: the largest block it can hold
+	blk    *block
+	older  *view // idle LRU, while blk == nil
+	newer  *view
+}
+
+// chunksOf lists the arena slots the pieces cover, in order.
+func (e *Engine) chunksOf(pieces []span) []uint64 {
+	var cs []uint64
+	for _, p := range pieces {
+		for c := p.start / e.g; c*e.g < p.end; c++ {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
+// mapView reserves a range and maps the chunks under pieces into it; on error nothing is left.
+func (e *Engine) mapView(pieces []span) (*view, error) {
+	chunks := e.chunksOf(pieces)
+	v := &view{vsize: uint64(len(chunks)) * e.g, head: pieces[0].start % e.g, pieces: pieces, chunks: chunks}
+	for _, p := range pieces {
+		v.cap += p.size()
+	}
+	base, err := e.drv.reserve(v.vsize)
+	if err != nil {
+		return nil, fmt.Errorf("stitch: reserve %d bytes for a stitched block: %w", v.vsize, err)
+	}
+	v.base = base
+	mapped := uint64(0) // chunks mapped so far, from the start
+	for mapped < uint64(len(chunks)) {
+		first := e.slots[chunks[mapped]]
+		run := uint64(1)
+		for mapped+run < uint64(len(chunks)) {
+			next := e.slots[chunks[mapped+run]]
+			if chunks[mapped+run] != chunks[mapped]+run || next.h != first.h {
+				break
+			}
+			run++
+		}
+		if err := e.drv.mapRange(base+uintptr(mapped*e.g), run*e.g, first.h, first.hoff); err != nil {
+			e.dropRange(base, v.vsize, mapped*e.g)
+			return nil, fmt.Errorf("stitch: map chunks for a stitched block: %w", err)
+		}
+		mapped += run
+	}
+	if err := e.drv.setAccess(base, v.vsize); err != nil {
+		e.dropRange(base, v.vsize, v.vsize)
+		return nil, fmt.Errorf("stitch: set access on a stitched block: %w", err)
+	}
+	for _, c := range chunks {
+		e.slots[c].views++
+	}
+	e.views[base] = v
+	e.viewBytes += v.vsize
+	return v, nil
+}
+
+// dropRange undoes a partly built view: unmaps its first mapped bytes and frees the range.
+func (e *Engine) dropRange(base uintptr, size, mapped uint64) {
+	if mapped > 0 {
+		if err := e.drv.unmap(base, mapped); err != nil {
+			e.log.Error("stitch: unmap during rollback failed; range kept as orphan", "err", err)
+			e.orphans = append(e.orphans, orphan{addr: base, size: size, mapped: true, h: 0})
+			e.orphanVirt += size
+			return
+		}
+	}
+	if err := e.drv.free(base, size); err != nil {
+		e.log.Error("stitch: free during rollback failed; range kept as orphan", "err", err)
+		e.orphans = append(e.orphans, orphan{addr: base, size: size})
+		e.orphanVirt += size
+	}
+}
+
+// unmapView releases an idle view's virtual range (physical memory stays).
+func (e *Engine) unmapView(v *view) error {
+	if err := e.drv.unmap(v.base, v.vsize); err != nil {
+		return fmt.Errorf("stitch: unmap stitched range: %w", err)
+	}
+	if err := e.drv.free(v.base, v.vsize); err != nil {
+		e.orphans = append(e.orphans, orphan{addr: v.base, size: v.vsize})
+		e.orphanVirt += v.vsize
+		e.log.Error("stitch: free of stitched range failed; kept as orphan", "err", err)
+	}
+	e.idleUnlink(v)
+	for _, c := range v.chunks {
+		e.slots[c].views--
+	}
+	delete(e.views, v.base)
+	e.viewBytes -= v.vsize
+	return nil
+}
+
+func (e *Engine) idlePush(v *view) {
+	v.older, v.newer = e.idleNewest, nil
+	if e.idleNewest != nil {
+		e.idleNewest.newer = v
+	} else {
+		e.idleOldest = v
+	}
+	e.idleNewest = v
+	e.idleCount++
+}
+
+func (e *Engine) idleUnlink(v *view) {
+	if v.older != nil {
+		v.older.newer = v.newer
+	} else if e.idleOldest == v {
+		e.idleOldest = v.newer
+	} else {
+		return // not in the list
+	}
+	if v.newer != nil {
+		v.newer.older = v.older
+	} else {
+		e.idleNewest = v.older
+	}
+	v.older, v.newer = nil, nil
+	e.idleCount--
+}
+
+// trimViews releases idle views, least recently used first, while over the budget.
+func (e *Engine) trimViews() {
+	for (len(e.views) > e.cfg.maxViews || e.viewBytes > e.cfg.maxViewBytes) && e.idleOldest != nil {
+		if err := e.unmapView(e.idleOldest); err != nil {
+			e.log.Warn("stitch: releasing a cached stitched range failed", "err", err)
+			return
+		}
+	}
+}
+
+// prefix calls fn on the pieces of v's first size bytes (the last one cut short).
+func prefix(v *view, size uint64, fn func(span) bool) bool {
+	for _, p := range v.pieces {
+		if size == 0 {
+			break
+		}
+		if p.size() > size {
+			p.end = p.start + size
+		}
+		size -= p.size()
+		if !fn(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// reuseView finds the smallest idle view of at least r bytes whose first r bytes are all loose.
+func (e *Engine) reuseView(r uint64) *view {
+	var best *view
+	for v := e.idleNewest; v != nil; v = v.older {
+		if v.cap < r || (best != nil && v.cap >= best.cap) {
+			continue
+		}
+		if prefix(v, r, func(p span) bool { _, ok := e.loose.containing(p.start, p.end); return ok }) {
+			best = v
+		}
+	}
+	return best
+}
+
+// candidate is a loose range considered for stitching: head is its part before the first chunk
+// boundary, mid its whole chunks, tail its part after the last boundary. Only the view's first
+// piece may use a head and only its last a tail.
+type candidate struct {
+	s               span
+	head, mid, tail uint64
+}
+
+// stitchPlan chooses loose ranges to stitch into r bytes, largest first, and returns the pieces
+// in view order cut to r bytes, or nil and the most stitching could reach.
+func (e *Engine) stitchPlan(r uint64) ([]span, uint64) {
+	cands := e.candBuf[:0]
+	e.loose.byAddr.walk(func(s span) bool {
+		lo, hi := roundUp(s.start, e.g), s.end/e.g*e.g
+		if lo > hi || s.size() < min(e.cfg.minStitch, e.g) {
+			return true // inside one chunk, touching no boundary: cannot join a view
+		}
+		cands = append(cands, candidate{s: s, head: lo - s.start, mid: hi - lo, tail: s.end - hi})
+		return true
+	})
+	e.candBuf = cands
+	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(b.s.size(), a.s.size()) })
+
+	var mids uint64
+	first, last, reach := 0, 0, uint64(0)
+	n := 0
+	for n < len(cands) && reach < r {
+		mids += cands[n].mid
+		n++
+		first, last, reach = bestEnds(cands[:n], mids)
+	}
+	if reach < r {
+		return nil, reach
+	}
+	chosen := cands[:n]
+	var pieces []span
+	if n == 1 {
+		pieces = append(pieces, span{start: chosen[0].s.start, end: chosen[0].s.start + r})
+		return pieces, reach
+	}
+	f, l := chosen[first], chosen[last]
+	if p := (span{start: f.s.start, end: f.s.end - f.tail}); p.size() > 0 {
+		pieces = append(pieces, p)
+	}
+	middle := make([]span, 0, n)
+	for i, c := range chosen {
+		if i != first && i != last && c.mid > 0 {
+			middle = append(middle, span{start: c.s.start + c.head, end: c.s.end - c.tail})
+		}
+	}
+	slices.SortFunc(middle, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	pieces = append(pieces, middle...)
+	if p := (span{start: l.s.start + l.head, end: l.s.end}); p.size() > 0 {
+		pieces = append(pieces, p)
+	}
+	// Cut to r bytes.
+	need := r
+	for i := range pieces {
+		if pieces[i].size() >= need {
+			pieces[i].end = pieces[i].start + need
+			return pieces[:i+1], reach
+		}
+		need -= pieces[i].size()
+	}
+	panic("stitch: plan shorter than its reach")
+}
+
+// bestEnds picks the first piece (which may add its head) and the last (which may add its tail),
+// distinct, to maximise the reach of the chosen candidates.
+func bestEnds(cs []candidate, mids uint64) (first, last int, reach uint64) {
+	if len(cs) == 1 {
+		return 0, 0, cs[0].s.size()
+	}
+	h1, h2, t1, t2 := -1, -1, -1, -1
+	for i, c := range cs {
+		if h1 < 0 || c.head > cs[h1].head {
+			h1, h2 = i, h1
+		} else if h2 < 0 || c.head > cs[h2].head {
+			h2 = i
+		}
+		if t1 < 0 || c.tail > cs[t1].tail {
+			t1, t2 = i, t1
+		} else if t2 < 0 || c.tail > cs[t2].tail {
+			t2 = i
+		}
+	}
+	if h1 != t1 {
+		return h1, t1, mids + cs[h1].head + cs[t1].tail
+	}
+	a := cs[h1].head + cs[t2].tail
+	b := cs[h2].head + cs[t1].tail
+	if a >= b {
+		return h1, t2, mids + a
+	}
+	return h2, t1, mids + b
+}
+
+// stitch maps pieces under a new view and makes them a block of r bytes.
+func (e *Engine) stitch(pieces []span, r uint64) (*block, error) {
+	v, err := e.mapView(pieces)
+	if err != nil {
+		return nil, err
+	}
+	b := e.takeView(v, r)
+	e.trimViews()
+	return b, nil
+}
+
+// takeView makes the first r bytes of view v (all loose) a stitched block.
+func (e *Engine) takeView(v *view, r uint64) *block {
+	e.idleUnlink(v)
+	prefix(v, r, func(p span) bool {
+		if !e.loose.take(p.start, p.end) {
+			panic("stitch: view piece not free")
+		}
+		return true
+	})
+	b := e.newBlock()
+	b.kind, b.view, b.size, b.ptr = stitched, v, r, v.base+uintptr(v.head)
+	v.blk = b
+	return b
+}
+
+func roundUp(x, a uint64) uint64 { return (x + a - 1) / a * a }
