@@ -30,6 +30,8 @@ func writePlots(dir string, traces []*bench.Prepared, reports []bench.Report) er
 		p.X.Label.Text = "event"
 		p.Y.Label.Text = "GiB"
 		p.Legend.Top, p.Legend.Left = true, true
+		p.Y.Min = 0
+		p.Add(plotter.NewGrid())
 		var active []bench.Point
 		n := 0
 		for _, r := range reports {
@@ -44,8 +46,8 @@ func writePlots(dir string, traces []*bench.Prepared, reports []bench.Report) er
 			n++
 		}
 		if active != nil {
-			if err := addLine(p, active, "active (requested)", color.RGBA{A: 0xff},
-				func(pt bench.Point) uint64 { return pt.Active }); err != nil {
+			if err := addLine(p, active, "active (requested bytes live)", color.RGBA{A: 0xff},
+				func(pt bench.Point) uint64 { return pt.Active }, vg.Length(2), vg.Length(2)); err != nil {
 				return err
 			}
 		}
@@ -56,7 +58,8 @@ func writePlots(dir string, traces []*bench.Prepared, reports []bench.Report) er
 	return nil
 }
 
-func addLine(p *plot.Plot, series []bench.Point, label string, c color.RGBA, y func(bench.Point) uint64) error {
+// addLine draws y over the series; dashes, if any, make it dashed.
+func addLine(p *plot.Plot, series []bench.Point, label string, c color.RGBA, y func(bench.Point) uint64, dashes ...vg.Length) error {
 	xy := make(plotter.XYs, len(series))
 	for i, pt := range series {
 		xy[i].X, xy[i].Y = float64(pt.Event), float64(y(pt))/float64(bench.GiB)
@@ -67,6 +70,7 @@ func addLine(p *plot.Plot, series []bench.Point, label string, c color.RGBA, y f
 	}
 	line.Color = c
 	line.Width = vg.Points(1.2)
+	line.Dashes = dashes
 	p.Add(line)
 	p.Legend.Add(label, line)
 	return nil
