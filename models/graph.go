@@ -9,9 +9,9 @@ import (
 )
 
 // LoRA configures low-rank adapters: for each targeted projection y = x·W,
-// Build adds scale·(x·A)·B with A [in, Rank] (normal, std 1/Rank... see
-// newAdapter), B [Rank, out] zeros and scale = Alpha/Rank, and freezes every
-// base weight.
+// Build adds scale·(x·A)·B with A [in, Rank] drawn uniformly from ±1/√in
+// (peft's kaiming-uniform), B [Rank, out] zeros and scale = Alpha/Rank, and
+// freezes every base weight: Params are the adapters only.
 //
 // Targets name projections by suffix of their module path: Llama "q", "k",
 // "v", "o", "gate", "up", "down" (or the full "q_proj" ...), GPT-2 "c_attn",
