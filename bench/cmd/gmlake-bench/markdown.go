@@ -81,22 +81,26 @@ func allocatorsOf(names []string, byTrace map[string][]bench.Report) []string {
 	return out
 }
 
-// writeSummary: capacity / peak active, one row per trace.
+// writeSummary: capacity / peak active, one row per trace. PyTorch's minimum capacities are divided
+// by our peak active (requested bytes) too, so that every column has the same denominator.
 func writeSummary(b *strings.Builder, names []string, byTrace map[string][]bench.Report, anchors []bench.Anchor) {
 	allocs := allocatorsOf(names, byTrace)
-	b.WriteString("## Capacity needed / peak active\n\n| trace |")
+	b.WriteString("## Capacity needed / peak active\n\nEvery column divides by the same peak of requested live bytes " +
+		"(PyTorch's own ratio, over its `active_bytes`, is in the table below).\n\n| trace |")
 	for _, a := range allocs {
 		fmt.Fprintf(b, " %s |", a)
 	}
 	b.WriteString(" pytorch-default | pytorch-expandable |\n|---|")
-	b.WriteString(strings.Repeat("---|", len(allocs)+2) + "\n")
+	b.WriteString(strings.Repeat("---:|", len(allocs)+2) + "\n")
 	for _, n := range names {
 		fmt.Fprintf(b, "| %s |", n)
+		var active uint64
 		for _, a := range allocs {
 			cell := "-"
 			for _, r := range byTrace[n] {
 				if r.Allocator == a {
 					cell = mdRatio(r)
+					active = max(active, r.PeakActive)
 				}
 			}
 			fmt.Fprintf(b, " %s |", cell)
@@ -104,8 +108,8 @@ func writeSummary(b *strings.Builder, names []string, byTrace map[string][]bench
 		for _, kind := range []string{"pytorch-default", "pytorch-expandable"} {
 			cell := "-"
 			for _, a := range anchorsFor(n, anchors) {
-				if a.Allocator == kind {
-					cell = fmt.Sprintf("%.3f", a.CapacityOverActive)
+				if a.Allocator == kind && active > 0 {
+					cell = fmt.Sprintf("%.3f", float64(a.MinCapacity)/float64(active))
 				}
 			}
 			fmt.Fprintf(b, " %s |", cell)
