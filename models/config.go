@@ -101,6 +101,8 @@ type hfConfig struct {
 	NPositions int      `json:"n_positions"`
 	LNEps      *float64 `json:"layer_norm_epsilon"`
 	ActFn      string   `json:"activation_function"`
+	ScaleAttn  *bool    `json:"scale_attn_weights"`
+	ScaleByIdx bool     `json:"scale_attn_by_inverse_layer_idx"`
 
 	HiddenSize   int      `json:"hidden_size"`
 	NumLayers    int      `json:"num_hidden_layers"`
@@ -140,6 +142,9 @@ func ParseConfig(raw []byte) (Config, error) {
 	var c Config
 	switch h.ModelType {
 	case "gpt2":
+		if (h.ScaleAttn != nil && !*h.ScaleAttn) || h.ScaleByIdx {
+			return Config{}, fmt.Errorf("%w: gpt2 attention must be scaled by 1/sqrt(head size) only", ErrInvalidConfig)
+		}
 		c = Config{
 			Arch: ArchGPT2, Vocab: h.VocabSize, Hidden: h.NEmbd, Layers: h.NLayer, Heads: h.NHead,
 			KVHeads: h.NHead, Intermediate: 4 * h.NEmbd, MaxPositions: h.NPositions, Eps: 1e-5,

@@ -56,6 +56,7 @@ func TestParseConfig(t *testing.T) {
 			Config{Arch: ArchLlama, Vocab: 100, Hidden: 32, Layers: 1, Heads: 4, KVHeads: 1, HeadDim: 16, Intermediate: 64,
 				MaxPositions: 64, Eps: 1e-6, RopeTheta: 500000, TiedEmbeddings: true, Activation: "silu"}, nil},
 		{"rope scaling", `{"model_type":"llama","rope_scaling":{"rope_type":"llama3"}}`, Config{}, ErrInvalidConfig},
+		{"gpt2 layer-scaled attention", `{"model_type":"gpt2","scale_attn_by_inverse_layer_idx":true}`, Config{}, ErrInvalidConfig},
 		{"unknown model", `{"model_type":"bert"}`, Config{}, ErrInvalidConfig},
 		{"bad heads", `{"model_type":"gpt2","vocab_size":100,"n_embd":30,"n_layer":1,"n_head":4,"n_positions":64}`, Config{}, ErrInvalidConfig},
 		{"not json", `{`, Config{}, ErrInvalidConfig},
