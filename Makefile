@@ -57,3 +57,13 @@ build-cuda: cuda-headers
 # without Go: `make build-cuda`, copy .gpu/ and scripts/ there, run `scripts/gpu-run.sh tests`.
 gpu-test: build-cuda
 	$(GPU_DIR)/cuda.test -test.v -test.count=1
+
+# ---- GPU kernels: every CUDA source in gpu/kernels must compile. NVRTC (a compiler library, no GPU
+# needed) is taken from Debian's CUDA 11.8 packages into $(NVRTC_DIR) by gpu/tools/nvrtc-lib.sh.
+NVRTC_DIR ?= $(GPU_DIR)/nvrtc
+NVRTC_LIB  = $(CURDIR)/$(NVRTC_DIR)/usr/lib/x86_64-linux-gnu
+
+.PHONY: kernels-check
+kernels-check:
+	./gpu/tools/nvrtc-lib.sh $(NVRTC_DIR) >/dev/null
+	GMLAKE_NVRTC=$(NVRTC_LIB)/libnvrtc.so.11.2 GMLAKE_REQUIRE_NVRTC=1 $(GO) test -count=1 -run 'TestKernelsCompile|TestCompileError' ./gpu/kernels

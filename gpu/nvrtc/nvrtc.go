@@ -39,6 +39,8 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"unsafe"
 
 	"github.com/gmlake/gmlake/gpu/internal/dl"
@@ -102,6 +104,7 @@ func Open() (*Compiler, error) {
 	if err != nil {
 		return nil, err
 	}
+	preloadBuiltins(lib.Path())
 	c := &Compiler{lib: lib}
 	err = lib.Symbols(map[string]*unsafe.Pointer{
 		"nvrtcCreateProgram":     &c.create,
@@ -118,6 +121,22 @@ func Open() (*Compiler, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// preloadBuiltins opens the builtins library (libnvrtc-builtins.so.X.Y) that NVRTC dlopens by soname
+// at its first compilation, from the folder NVRTC was found in. Once loaded, NVRTC's own dlopen
+// resolves to it by soname, so a library given by path (GMLAKE_NVRTC, or CUDA's own folder) works
+// without LD_LIBRARY_PATH. Failures are left for NVRTC to report at compile time.
+func preloadBuiltins(nvrtcPath string) {
+	if !strings.Contains(nvrtcPath, "/") {
+		return // found on the loader's path: so is its builtins library
+	}
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(nvrtcPath), "libnvrtc-builtins.so.*"))
+	for _, m := range matches {
+		if _, err := dl.Open("NVRTC builtins", "", []string{m}); err == nil {
+			return
+		}
+	}
 }
 
 // Path is the name the library was opened under.
