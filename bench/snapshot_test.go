@@ -93,7 +93,7 @@ func TestSnapshotAndTextTraceGiveSameFigures(t *testing.T) {
 	require.NoError(t, err)
 	pt, err := Prepare("run", text)
 	require.NoError(t, err)
-	for _, name := range []string{"gorgonia", "caching", "direct"} {
+	for _, name := range AllocatorNames {
 		spec, err := SimSpec(name)
 		require.NoError(t, err)
 		fromSnap, err := Measure(ps, spec, MeasureOptions{})
