@@ -15,24 +15,6 @@ import (
 	"github.com/nlpodyssey/gopickle/types"
 )
 
-// A PyTorch snapshot (torch.cuda.memory._dump_snapshot) is a pickled dict; its "device_traces" holds
-// one list of events per device, each a dict with "action", "addr", "size", "stream", "time_us".
-// ReadSnapshot keeps "alloc" and "free_completed" (the moment the memory is really reusable), names
-// allocations by a counter in allocation order, and turns frees of an address into frees of the
-// allocation live there. Frees of addresses it never saw allocated (a history ring buffer that
-// overflowed) are dropped.
-//
-// Snapshots have no iteration markers. ReadSnapshot recovers them two ways, in this order:
-//   - sentinel allocations: an alloc of exactly MarkerSize bytes freed before any other allocation
-//     or free is a marker a recorder placed at the start of each step (this project's recorder, and
-//     the snapshot in ../shared/traces, use 123457 bytes). The sentinel becomes "i N" and is not
-//     replayed, which is how the text traces were converted.
-//   - failing that, the END of each "Optimizer.step" record_function annotation in
-//     "external_annotations" (written by every torch.optim optimizer): "i 0" starts the trace and
-//     "i N" follows the N-th optimizer step, so an iteration is counted from one step to the next.
-//
-// Without either, the trace has no markers and per-iteration figures are unavailable.
-
 // DefaultMarkerSize is the size of the sentinel allocation that marks an iteration start.
 const DefaultMarkerSize = 123457
 
@@ -98,6 +80,24 @@ func maybeGunzip(br *bufio.Reader) (*bufio.Reader, error) {
 }
 
 // ReadSnapshot converts a PyTorch memory snapshot (plain or gzip'd pickle) to a trace.
+//
+// A PyTorch snapshot (torch.cuda.memory._dump_snapshot) is a pickled dict; its "device_traces" holds
+// one list of events per device, each a dict with "action", "addr", "size", "stream", "time_us".
+// ReadSnapshot keeps "alloc" and "free_completed" (the moment the memory is really reusable), names
+// allocations by a counter in allocation order, and turns frees of an address into frees of the
+// allocation live there. Frees of addresses it never saw allocated (a history ring buffer that
+// overflowed) are dropped.
+//
+// Snapshots have no iteration markers. ReadSnapshot recovers them two ways, in this order:
+//   - sentinel allocations: an alloc of exactly the marker size (DefaultMarkerSize unless
+//     WithMarkerSize says otherwise) freed before any other allocation or free is a marker its
+//     recorder placed at the start of each step, as in the snapshot in ../shared/traces. The
+//     sentinel becomes "i N" and is not replayed, which is how the text traces were converted.
+//   - failing that, the END of each "Optimizer.step" record_function annotation in
+//     "external_annotations" (written by every torch.optim optimizer): "i 0" starts the trace and
+//     "i N" follows the N-th optimizer step, so an iteration is counted from one step to the next.
+//
+// Without either, the trace has no markers and per-iteration figures are unavailable.
 func ReadSnapshot(r io.Reader, opts ...SnapshotOption) (*trace.Trace, error) {
 	cfg := snapshotConfig{device: -1, markerSize: DefaultMarkerSize}
 	for _, o := range opts {

@@ -50,6 +50,7 @@ func (c *cli) simRuns(p *prepared, prior map[string]record, log io.Writer) []rec
 	var recs []record
 	base := record{Trace: p.name, Workload: p.workload, Driver: "sim"}
 
+	start := time.Now()
 	rec := base
 	rec.Allocator, rec.Run = "gmlake", "uncapped"
 	clock := &callClock{}
@@ -65,12 +66,12 @@ func (c *cli) simRuns(p *prepared, prior map[string]record, log io.Writer) []rec
 	}
 	rec.setError(err)
 	recs = append(recs, rec)
-	c.progress(log, &rec, 0)
+	c.progress(log, &rec, time.Since(start))
 
 	if rec.Error == "" {
 		b, ok := prior[p.name]
 		if !ok {
-			start := time.Now()
+			start = time.Now()
 			b = base
 			b.Allocator, b.Run = "gmlake", "bisect"
 			b.PeakActive, b.PeakReserved = rec.PeakActive, rec.PeakReserved
@@ -84,6 +85,7 @@ func (c *cli) simRuns(p *prepared, prior map[string]record, log io.Writer) []rec
 		recs = append(recs, b)
 	}
 
+	start = time.Now()
 	ff := base
 	ff.Allocator, ff.Run = "gorgonia", "arena"
 	clock = &callClock{}
@@ -99,7 +101,7 @@ func (c *cli) simRuns(p *prepared, prior map[string]record, log io.Writer) []rec
 	}
 	ff.setError(err)
 	recs = append(recs, ff)
-	c.progress(log, &ff, 0)
+	c.progress(log, &ff, time.Since(start))
 	return recs
 }
 

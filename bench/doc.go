@@ -1,0 +1,43 @@
+// Package bench answers "how much device memory does this training job need under allocator X?"
+// by replaying real allocation traces through allocators on simulated devices.
+//
+// # Traces
+//
+// Load reads the text format of package trace or a PyTorch snapshot pickle
+// (torch.cuda.memory._dump_snapshot), gzip'd or not, telling them apart by content; ReadSnapshot
+// documents how snapshot events and iteration markers are recovered. Prepare compiles a trace
+// (allocation ids to dense slots) so that a replay costs little beyond the allocator itself.
+//
+// # Allocators
+//
+// Everything replayed implements Allocator. Baselines draw memory from a Device (SimDevice here,
+// cudaMalloc on a GPU) and count their own device calls:
+//
+//   - gmlake (GMLake): the stitching engine of package stitch over a stitch.Driver (driver/sim here);
+//   - gorgonia (FirstFit): the algorithm of Gorgonia's default GPU pool, a fixed arena with
+//     address-ordered first fit, reimplemented without its bugs;
+//   - caching (Caching): PyTorch's native caching allocator in its default mode;
+//   - direct (Direct): one device allocation per request.
+//
+// SimSpec makes any of them, fresh, for a given capacity.
+//
+// # Figures
+//
+// Replay runs a prepared trace through one allocator; Measure runs it as often as the figures need
+// and fills a Report:
+//
+//   - peak active: the peak of requested live bytes. It depends on the trace only, so it is the
+//     one denominator for every allocator;
+//   - peak reserved and fragmentation = 1 - peak active / peak reserved, with no capacity limit;
+//   - minimum capacity: the smallest capacity, a multiple of the step (2 MiB), under which the
+//     trace replays without out-of-memory, found by bisection between peak active (never enough)
+//     and the uncapped peak reserved (always enough for an allocator that behaves the same until
+//     it meets its limit); a time limit may stop it early, and then it is an upper bound;
+//   - driver calls: before the first iteration marker, per warm-up iteration (0 to SteadyFrom-1)
+//     and per steady iteration (SteadyFrom on), and per kind for a CallCounter;
+//   - ns per pair: wall time of the uncapped replay over the number of allocations;
+//   - out-of-memory under a given capacity, and the event where it happened.
+//
+// Anchors (ReadAnchors) are PyTorch's own figures on the same traces, measured on a GPU, for the
+// reports of cmd/gmlake-bench.
+package bench
