@@ -67,3 +67,12 @@ NVRTC_LIB  = $(CURDIR)/$(NVRTC_DIR)/usr/lib/x86_64-linux-gnu
 kernels-check:
 	./gpu/tools/nvrtc-lib.sh $(NVRTC_DIR) >/dev/null
 	GMLAKE_NVRTC=$(NVRTC_LIB)/libnvrtc.so.11.2 GMLAKE_REQUIRE_NVRTC=1 $(GO) test -count=1 -run 'TestKernelsCompile|TestCompileError' ./gpu/kernels
+
+# ---- The main demo: LoRA fine-tuning of a small GPT on gmlake's stitched host memory with
+# recomputation, offload and variable lengths; prints the allocator table and writes the trace and
+# the memory timeline to $(OUT_DIR).
+OUT_DIR ?= .out
+.PHONY: demo
+demo:
+	mkdir -p $(OUT_DIR)
+	$(GO) run ./examples/finetune --trace $(OUT_DIR)/finetune.trace.gz --plot $(OUT_DIR)/finetune-memory.png

@@ -43,7 +43,7 @@ type StepResult struct {
 	GradNorm float64 // global gradient norm before clipping
 	Batch    int
 	Seq      int
-	Machine  vm.Stats // the shape's machine, cumulative
+	Machine  vm.Stats // what the shape's machine did in this step
 }
 
 // New moves w's tensors into allocator memory (w.Tensors then refers to them until Close) and
@@ -100,7 +100,7 @@ func (t *Trainer) Step(ids [][]int) (StepResult, error) {
 		return StepResult{}, err
 	}
 	t.steps++
-	res := StepResult{Step: t.steps, Loss: loss, GradNorm: norm, Batch: len(ids), Seq: len(ids[0]), Machine: c.train.Stats()}
+	res := StepResult{Step: t.steps, Loss: loss, GradNorm: norm, Batch: len(ids), Seq: len(ids[0]), Machine: c.train.LastRun()}
 	t.log.Debug("train: step", "step", res.Step, "loss", loss, "grad_norm", norm, "batch", res.Batch, "seq", res.Seq)
 	return res, nil
 }

@@ -27,6 +27,7 @@ type Machine struct {
 	parked  []gorgonia.Value // offloaded scalars
 	scratch []gorgonia.Value
 	stats   Stats
+	lastRun Stats // counters of the last RunAll alone
 	closed  bool
 }
 
@@ -48,7 +49,7 @@ type buffer struct {
 type Stats struct {
 	Allocs, Frees   int64 // Allocator calls
 	LiveBytes       int64 // bytes held now (kept outputs after RunAll)
-	PeakLiveBytes   int64
+	PeakLiveBytes   int64 // most bytes held at once during the last RunAll
 	CopiedResults   int64 // results of ops without UsePreallocDo copied from the Go heap
 	CopiedBytes     int64
 	OffloadedBytes  int64
@@ -98,6 +99,9 @@ func (m *Machine) RunAll() error {
 	if err := m.releaseAll(); err != nil {
 		return err
 	}
+	before := m.stats
+	m.stats.PeakLiveBytes = m.stats.LiveBytes
+	defer func() { m.lastRun = m.stats.since(before) }()
 	for p := range m.prog {
 		in := &m.prog[p]
 		if err := m.step(in); err != nil {
@@ -149,8 +153,27 @@ func (m *Machine) Close() error {
 	return err
 }
 
-// Stats returns counters since the machine was built.
+// Stats returns counters since the machine was built; PeakLiveBytes is the last run's.
 func (m *Machine) Stats() Stats { return m.stats }
+
+// LastRun returns the counters of the last RunAll alone.
+func (m *Machine) LastRun() Stats { return m.lastRun }
+
+// since is s minus the counters of an earlier snapshot; byte gauges and ProgramLen are kept.
+func (s Stats) since(before Stats) Stats {
+	d := s
+	d.Allocs -= before.Allocs
+	d.Frees -= before.Frees
+	d.CopiedResults -= before.CopiedResults
+	d.CopiedBytes -= before.CopiedBytes
+	d.OffloadedBytes -= before.OffloadedBytes
+	d.Recomputed -= before.Recomputed
+	d.Steps -= before.Steps
+	d.AliasedResults -= before.AliasedResults
+	d.ScalarResults -= before.ScalarResults
+	d.PreallocResults -= before.PreallocResults
+	return d
+}
 
 // Program describes the compiled program, one line per step, for debugging.
 func (m *Machine) Program() []string {
