@@ -46,7 +46,10 @@ type Report struct {
 	SetupDriverCalls         uint64   `json:"setup_driver_calls"`
 	WarmupDriverCallsPerIter *float64 `json:"warmup_driver_calls_per_iter"`
 	SteadyDriverCallsPerIter *float64 `json:"steady_driver_calls_per_iter"`
-	// Of those, per kind, for allocators that count kinds (gmlake); kinds with none are left out.
+	// Calls in each iteration, in marker order.
+	DriverCallsPerIter []uint64 `json:"driver_calls_per_iter,omitempty"`
+	// Steady calls per iteration by kind, for allocators that count kinds (gmlake); kinds with
+	// none are left out.
 	SteadyCallsByKind map[string]float64 `json:"steady_calls_by_kind,omitempty"`
 
 	NsPerPair float64 `json:"ns_per_pair"` // wall time of the uncapped replay per alloc+free pair
@@ -81,6 +84,9 @@ func Measure(p *Prepared, spec Spec, o MeasureOptions) (Report, error) {
 		rep.Fragmentation = 1 - float64(run.PeakActive)/float64(run.PeakReserved)
 	}
 	rep.SetupDriverCalls, rep.SteadyCallsByKind = run.SetupCalls, run.SteadyCallsByKind
+	for _, it := range p.iterations() {
+		rep.DriverCallsPerIter = append(rep.DriverCallsPerIter, run.IterCalls[it])
+	}
 	if v, ok := run.CallsPerIteration(0, SteadyFrom); ok {
 		rep.WarmupDriverCallsPerIter = &v
 	}

@@ -103,6 +103,7 @@ func TestMeasureDriverCallsPerIteration(t *testing.T) {
 	assert.InDelta(t, (2.0+4+6)/3, *direct.WarmupDriverCallsPerIter, 1e-9)
 	require.NotNil(t, direct.SteadyDriverCallsPerIter)
 	assert.InDelta(t, (8.0+10)/2, *direct.SteadyDriverCallsPerIter, 1e-9)
+	assert.Equal(t, []uint64{2, 4, 6, 8, 10}, direct.DriverCallsPerIter)
 
 	caching, err := Measure(p, spec(t, "caching"), MeasureOptions{})
 	require.NoError(t, err)

@@ -50,6 +50,17 @@ func Prepare(name string, t *trace.Trace) (*Prepared, error) {
 	return p, nil
 }
 
+// iterations returns the trace's iteration numbers in marker order.
+func (p *Prepared) iterations() []int {
+	var its []int
+	for _, o := range p.ops {
+		if o.kind == trace.Iter {
+			its = append(its, int(o.slot))
+		}
+	}
+	return its
+}
+
 // Allocs is the number of allocations in the trace.
 func (p *Prepared) Allocs() int { return p.allocs }
 
