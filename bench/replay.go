@@ -107,92 +107,124 @@ var ErrReplay = errors.New("bench: replay failed")
 // other error. series > 0 asks for about that many samples of active and reserved bytes (each the
 // maximum over its stretch of events). An allocator that is a Checker is checked at the end.
 func Replay(p *Prepared, a Allocator, series int) (*Run, error) {
-	r := &Run{IterCalls: make(map[int]uint64)}
-	ptrs := make([]uintptr, p.slots)
-	var active uint64
-	iter := -1
-	lastCalls := uint64(0)
-	closeIter := func() {
-		calls := a.DriverCalls()
-		if iter < 0 {
-			r.SetupCalls += calls - lastCalls
-		} else {
-			r.IterCalls[iter] += calls - lastCalls
-		}
-		lastCalls = calls
-	}
-	counter, _ := a.(CallCounter)
-	var steadyStart map[string]uint64
-	steadyIters := 0
-	stride, sample := 0, Point{}
+	rp := &replayer{p: p, a: a, run: &Run{IterCalls: make(map[int]uint64)}, ptrs: make([]uintptr, p.slots), iter: -1}
+	rp.counter, _ = a.(CallCounter)
 	if series > 0 {
-		stride = max(1, len(p.ops)/series)
-		r.Series = make([]Point, 0, series+1)
+		rp.stride = max(1, len(p.ops)/series)
+		rp.run.Series = make([]Point, 0, series+1)
 	}
 	start := time.Now()
 	for i, o := range p.ops {
-		switch o.kind {
-		case trace.Alloc:
-			ptr, err := a.Alloc(o.size, o.stream)
-			if err != nil {
-				r.Elapsed = time.Since(start)
-				if errors.Is(err, ErrOutOfMemory) {
-					r.OOM = &OOMEvent{Event: i, Iteration: iter, Requested: o.size, Active: active,
-						Reserved: a.Reserved(), Message: err.Error()}
-					r.Events = i
-					closeIter()
-					return r, nil
-				}
-				return r, fmt.Errorf("%w: %s: %s: event %d: alloc %d bytes: %w", ErrReplay, p.Name, a.Name(), i, o.size, err)
-			}
-			ptrs[o.slot] = ptr
-			active += o.size
-			r.PeakActive = max(r.PeakActive, active)
-			r.PeakReserved = max(r.PeakReserved, a.Reserved())
-			r.Pairs++
-		case trace.Free:
-			if err := a.Free(ptrs[o.slot], o.size); err != nil {
-				r.Elapsed = time.Since(start)
-				return r, fmt.Errorf("%w: %s: %s: event %d: free %d bytes: %w", ErrReplay, p.Name, a.Name(), i, o.size, err)
-			}
-			active -= o.size
-		case trace.Iter:
-			closeIter()
-			iter = int(o.slot)
-			if iter >= SteadyFrom && counter != nil {
-				if steadyStart == nil {
-					steadyStart = counter.CallsByKind()
-				}
-				steadyIters++
-			}
+		if err := rp.step(i, o); err != nil {
+			rp.run.Elapsed = time.Since(start)
+			return rp.run, fmt.Errorf("%w: %s: %s: event %d: %w", ErrReplay, p.Name, a.Name(), i, err)
 		}
-		if stride > 0 {
-			sample.Active = max(sample.Active, active)
-			sample.Reserved = max(sample.Reserved, a.Reserved())
-			if i%stride == stride-1 || i == len(p.ops)-1 {
-				sample.Event = i
-				r.Series = append(r.Series, sample)
-				sample = Point{}
-			}
+		if rp.run.OOM != nil {
+			rp.run.Elapsed, rp.run.Events = time.Since(start), i
+			rp.closeIteration()
+			return rp.run, nil
+		}
+		if rp.stride > 0 {
+			rp.sampleAt(i)
 		}
 	}
-	r.Elapsed = time.Since(start)
-	r.Events = len(p.ops)
-	closeIter()
-	if steadyStart != nil {
-		r.SteadyCallsByKind = make(map[string]float64)
-		for kind, n := range counter.CallsByKind() {
-			if d := n - steadyStart[kind]; d > 0 {
-				r.SteadyCallsByKind[kind] = float64(d) / float64(steadyIters)
-			}
-		}
-	}
+	rp.run.Elapsed, rp.run.Events = time.Since(start), len(p.ops)
+	rp.closeIteration()
+	rp.steadyByKind()
 	if c, ok := a.(Checker); ok {
 		if err := c.Check(); err != nil {
-			return r, fmt.Errorf("%w: %s: %s: invariants broken after replay: %w", ErrReplay, p.Name, a.Name(), err)
+			return rp.run, fmt.Errorf("%w: %s: %s: invariants broken after replay: %w", ErrReplay, p.Name, a.Name(), err)
 		}
 	}
-	return r, nil
+	return rp.run, nil
+}
+
+// replayer is the state of one Replay.
+type replayer struct {
+	p      *Prepared
+	a      Allocator
+	run    *Run
+	ptrs   []uintptr // address of each allocation, by slot
+	active uint64    // requested bytes live
+	iter   int       // iteration in progress, -1 before the first marker
+
+	lastCalls   uint64            // a.DriverCalls() when the iteration in progress began
+	counter     CallCounter       // a, if it counts calls by kind
+	steadyStart map[string]uint64 // counter's figures when steady state began
+	steadyIters int               // steady iterations begun
+
+	stride int   // events per sample; 0 = no samples
+	sample Point // the sample being gathered
+}
+
+// step replays one event; running out of memory sets run.OOM and is not an error.
+func (rp *replayer) step(i int, o op) error {
+	switch o.kind {
+	case trace.Alloc:
+		ptr, err := rp.a.Alloc(o.size, o.stream)
+		if errors.Is(err, ErrOutOfMemory) {
+			rp.run.OOM = &OOMEvent{Event: i, Iteration: rp.iter, Requested: o.size, Active: rp.active,
+				Reserved: rp.a.Reserved(), Message: err.Error()}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("alloc %d bytes: %w", o.size, err)
+		}
+		rp.ptrs[o.slot] = ptr
+		rp.active += o.size
+		rp.run.PeakActive = max(rp.run.PeakActive, rp.active)
+		rp.run.PeakReserved = max(rp.run.PeakReserved, rp.a.Reserved())
+		rp.run.Pairs++
+	case trace.Free:
+		if err := rp.a.Free(rp.ptrs[o.slot], o.size); err != nil {
+			return fmt.Errorf("free %d bytes: %w", o.size, err)
+		}
+		rp.active -= o.size
+	case trace.Iter:
+		rp.closeIteration()
+		rp.iter = int(o.slot)
+		if rp.iter >= SteadyFrom && rp.counter != nil {
+			if rp.steadyStart == nil {
+				rp.steadyStart = rp.counter.CallsByKind()
+			}
+			rp.steadyIters++
+		}
+	}
+	return nil
+}
+
+// closeIteration books the driver calls since the iteration in progress began.
+func (rp *replayer) closeIteration() {
+	calls := rp.a.DriverCalls()
+	if rp.iter < 0 {
+		rp.run.SetupCalls += calls - rp.lastCalls
+	} else {
+		rp.run.IterCalls[rp.iter] += calls - rp.lastCalls
+	}
+	rp.lastCalls = calls
+}
+
+func (rp *replayer) sampleAt(i int) {
+	rp.sample.Active = max(rp.sample.Active, rp.active)
+	rp.sample.Reserved = max(rp.sample.Reserved, rp.a.Reserved())
+	if i%rp.stride == rp.stride-1 || i == len(rp.p.ops)-1 {
+		rp.sample.Event = i
+		rp.run.Series = append(rp.run.Series, rp.sample)
+		rp.sample = Point{}
+	}
+}
+
+// steadyByKind fills run.SteadyCallsByKind from the counter's figures now and at steady start.
+func (rp *replayer) steadyByKind() {
+	if rp.steadyStart == nil {
+		return
+	}
+	rp.run.SteadyCallsByKind = make(map[string]float64)
+	for kind, n := range rp.counter.CallsByKind() {
+		if d := n - rp.steadyStart[kind]; d > 0 {
+			rp.run.SteadyCallsByKind[kind] = float64(d) / float64(rp.steadyIters)
+		}
+	}
 }
 
 // CallsPerIteration averages IterCalls over the iterations numbered in [from, to); ok is false when
