@@ -68,3 +68,53 @@ func gemmShape(name string, out, a, b *Tensor, rank int, transA, transB bool) (m
 	}
 	return m, k, n, nil
 }
+
+// Matrix is a row-major matrix inside device memory, possibly a block of a wider one: Rows × Cols
+// elements, consecutive rows Stride elements apart (Stride ≥ Cols). Attention reads each head's
+// [seq, headDim] block of a token-major [tokens, heads*headDim] matrix this way, with no copies.
+type Matrix struct {
+	Ptr        uintptr
+	Rows, Cols int
+	Stride     int
+}
+
+// At is the block of m starting at element (row, col), of rows × cols.
+func (m Matrix) At(row, col, rows, cols int) Matrix {
+	return Matrix{Ptr: m.Ptr + uintptr((row*m.Stride+col)*4), Rows: rows, Cols: cols, Stride: m.Stride}
+}
+
+// AsMatrix views a contiguous 2-D tensor (or any contiguous tensor as rows of its last axis).
+func (t *Tensor) AsMatrix() (Matrix, error) {
+	if !t.Contiguous() || len(t.shape) == 0 {
+		return Matrix{}, shapeError("AsMatrix", "tensor %v (contiguous %v)", t.shape, t.Contiguous())
+	}
+	cols := t.shape[len(t.shape)-1]
+	return Matrix{Ptr: t.ptr, Rows: t.Len() / max(cols, 1), Cols: cols, Stride: cols}, nil
+}
+
+// Gemm queues c = alpha * op(a) @ op(b) + beta * c for count matrix triples, the i-th of each at
+// its base plus i times its batch stride (elements): one strided-batched cuBLAS call (a plain GEMM
+// when count is 1).
+func (d *Device) Gemm(transA, transB bool, alpha float32, a, b Matrix, beta float32, c Matrix,
+	count int, strideA, strideB, strideC int) error {
+	m, k := a.Rows, a.Cols
+	if transA {
+		m, k = k, m
+	}
+	kb, n := b.Rows, b.Cols
+	if transB {
+		kb, n = n, kb
+	}
+	if k != kb || c.Rows != m || c.Cols != n || count < 1 {
+		return shapeError("Gemm", "%dx%d (trans %v) @ %dx%d (trans %v) into %dx%d, count %d", a.Rows, a.Cols, transA,
+			b.Rows, b.Cols, transB, c.Rows, c.Cols, count)
+	}
+	return d.withContext(func() error {
+		if count == 1 {
+			return d.blas.Sgemm(op(transB), op(transA), n, m, k, alpha, b.Ptr, b.Stride, a.Ptr, a.Stride, beta, c.Ptr,
+				c.Stride)
+		}
+		return d.blas.SgemmStridedBatched(op(transB), op(transA), n, m, k, alpha, b.Ptr, b.Stride, int64(strideB),
+			a.Ptr, a.Stride, int64(strideA), beta, c.Ptr, c.Stride, int64(strideC), count)
+	})
+}

@@ -78,3 +78,35 @@ func TestBatchedMatMul(t *testing.T) {
 		assertClose(t, want, got[i*m*n:(i+1)*m*n], tolReduce, "batched matmul")
 	}
 }
+
+// Gemm over column blocks of token-major matrices, batched over heads: the attention pattern
+// (scores[h] = q_h @ k_h^T with q_h the h-th [seq, dim] column block).
+func TestGemmOnBlocks(t *testing.T) {
+	d := newDevice(t)
+	r := rand.New(rand.NewPCG(43, 44))
+	const seq, heads, dim = 7, 3, 8
+	width := heads * dim
+	hq, hk := normalSlice(r, seq*width), normalSlice(r, seq*width)
+	q, k := upload(t, d, hq, seq, width), upload(t, d, hk, seq, width)
+	scores := empty(t, d, heads, seq, seq)
+	qm, err := q.AsMatrix()
+	require.NoError(t, err)
+	km, err := k.AsMatrix()
+	require.NoError(t, err)
+	sm, err := scores.AsMatrix() // rows of seq
+	require.NoError(t, err)
+	require.NoError(t, d.Gemm(false, true, 0.5, qm.At(0, 0, seq, dim), km.At(0, 0, seq, dim), 0, sm.At(0, 0, seq, seq),
+		heads, dim, dim, seq*seq))
+	got := download(t, scores)
+	for h := range heads {
+		for i := range seq {
+			for j := range seq {
+				s := 0.0
+				for c := range dim {
+					s += float64(hq[i*width+h*dim+c]) * float64(hk[j*width+h*dim+c])
+				}
+				assertClose(t, []float64{0.5 * s}, got[(h*seq+i)*seq+j:(h*seq+i)*seq+j+1], tolReduce, "block gemm")
+			}
+		}
+	}
+}

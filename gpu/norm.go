@@ -122,3 +122,26 @@ func (d *Device) RMSNormBackward(dx, dgamma, dy, x, rstd, gamma *Tensor) error {
 	return d.launch("rmsnorm_bwd_gamma_f32", d.elementGrid(cols), elementBlock, dgamma.ptr, dy.ptr, x.ptr,
 		rstd.ptr, rows, cols)
 }
+
+// NormStats queues the per-row statistics of x's rows (last axis): mean (may be nil) and rstd of
+// LayerNorm, or with rms the rstd of RMSNorm, for backward passes that recompute them.
+func (d *Device) NormStats(mean, rstd, x *Tensor, eps float32, rms bool) error {
+	rows, cols, err := lastAxis("NormStats", x)
+	if err != nil || rows == 0 {
+		return err
+	}
+	if rstd == nil {
+		return shapeError("NormStats", "rstd is required")
+	}
+	if err := checkVec("NormStats", mean, rows); err != nil {
+		return err
+	}
+	if err := checkVec("NormStats", rstd, rows); err != nil {
+		return err
+	}
+	var flag int32
+	if rms {
+		flag = 1
+	}
+	return d.launch("norm_stats_f32", rows, rowBlock(cols), ptrOf(mean), rstd.ptr, x.ptr, rows, cols, eps, flag)
+}

@@ -86,3 +86,24 @@ func TestRMSNorm(t *testing.T) {
 	assertClose(t, numGrad(func(g []float64) []float64 { return rmsNormRef(x64, g, cols, eps) }, g64, w64),
 		download(t, dg), tolReduce, "dgamma")
 }
+
+func TestNormStatsMatchTheForwardPass(t *testing.T) {
+	d := newDevice(t)
+	r := rand.New(rand.NewPCG(41, 42))
+	const rows, cols, eps = 7, 300, 1e-5
+	x := upload(t, d, normalSlice(r, rows*cols), rows, cols)
+	y := empty(t, d, rows, cols)
+	for _, rms := range []bool{false, true} {
+		wantMean, wantRstd, mean, rstd := empty(t, d, rows), empty(t, d, rows), empty(t, d, rows), empty(t, d, rows)
+		if rms {
+			require.NoError(t, d.RMSNorm(y, wantRstd, x, nil, eps))
+		} else {
+			require.NoError(t, d.LayerNorm(y, wantMean, wantRstd, x, nil, nil, eps))
+		}
+		require.NoError(t, d.NormStats(mean, rstd, x, eps, rms))
+		assertClose(t, to64(download(t, wantRstd)), download(t, rstd), 0, "rstd")
+		if !rms {
+			assertClose(t, to64(download(t, wantMean)), download(t, mean), 0, "mean")
+		}
+	}
+}

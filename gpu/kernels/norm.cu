@@ -116,3 +116,28 @@ extern "C" __global__ void rmsnorm_bwd_gamma_f32(float *dgamma, const float *dy,
 		dgamma[c] = s;
 	}
 }
+
+// Row statistics alone, for backward passes that recompute them from x instead of saving them:
+// mean and rstd of LayerNorm (mean may be null), or rstd of RMSNorm when rms != 0.
+extern "C" __global__ void norm_stats_f32(float *mean_out, float *rstd_out, const float *x, long long rows,
+                                          long long cols, float eps, int rms) {
+	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+		const float *xr = x + r * cols;
+		float mean = 0.f;
+		if (!rms) {
+			float s = 0.f;
+			for (long long c = threadIdx.x; c < cols; c += blockDim.x) s += xr[c];
+			mean = block_sum(s) / (float)cols;
+		}
+		float v = 0.f;
+		for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
+			float d = xr[c] - mean;
+			v += d * d;
+		}
+		float rstd = rsqrtf(block_sum(v) / (float)cols + eps);
+		if (threadIdx.x == 0) {
+			if (mean_out) mean_out[r] = mean;
+			rstd_out[r] = rstd;
+		}
+	}
+}
