@@ -68,17 +68,42 @@ type Report struct {
 // recorded in the report's Error.
 func Measure(p *Prepared, spec Spec, o MeasureOptions) (Report, error) {
 	rep := Report{Trace: p.Name, Workload: p.Trace.Name, Allocator: spec.Name, Events: len(p.ops), Allocs: p.allocs}
+	fail := func(err error) (Report, error) {
+		rep.Error = err.Error()
+		return rep, err
+	}
 	run, err := replayFresh(p, spec, 0, o.Series)
 	rep.Replays++
 	if err != nil {
-		rep.Error = err.Error()
-		return rep, err
+		return fail(err)
 	}
 	if run.OOM != nil {
-		err := fmt.Errorf("%s: %s ran out of memory without a limit: %s", p.Name, spec.Name, run.OOM.Message)
-		rep.Error = err.Error()
-		return rep, err
+		return fail(fmt.Errorf("%s: %s ran out of memory without a limit: %s", p.Name, spec.Name, run.OOM.Message))
 	}
+	rep.setUncapped(p, run)
+	if o.Capacity > 0 {
+		rep.Capacity = o.Capacity
+		capped, err := replayFresh(p, spec, o.Capacity, 0)
+		rep.Replays++
+		if err != nil {
+			return fail(err)
+		}
+		rep.OOM, rep.OOMAt = capped.OOM != nil, capped.OOM
+	}
+	if o.MinCapacity {
+		b, err := MinCapacity(p, spec, run.PeakActive, run.PeakReserved, o.Step, o.TimeLimit)
+		rep.Replays += b.Replays
+		if err != nil {
+			return fail(err)
+		}
+		ratio := float64(b.Capacity) / float64(max(run.PeakActive, 1))
+		rep.MinCapacity, rep.CapacityOverActive, rep.MinCapacityExact = &b.Capacity, &ratio, &b.Exact
+	}
+	return rep, nil
+}
+
+// setUncapped fills the figures of the uncapped replay.
+func (rep *Report) setUncapped(p *Prepared, run *Run) {
 	rep.PeakActive, rep.PeakReserved, rep.Series = run.PeakActive, run.PeakReserved, run.Series
 	if run.PeakReserved > 0 {
 		rep.Fragmentation = 1 - float64(run.PeakActive)/float64(run.PeakReserved)
@@ -96,27 +121,6 @@ func Measure(p *Prepared, spec Spec, o MeasureOptions) (Report, error) {
 	if run.Pairs > 0 {
 		rep.NsPerPair = float64(run.Elapsed.Nanoseconds()) / float64(run.Pairs)
 	}
-	if o.Capacity > 0 {
-		rep.Capacity = o.Capacity
-		capped, err := replayFresh(p, spec, o.Capacity, 0)
-		rep.Replays++
-		if err != nil {
-			rep.Error = err.Error()
-			return rep, err
-		}
-		rep.OOM, rep.OOMAt = capped.OOM != nil, capped.OOM
-	}
-	if o.MinCapacity {
-		b, err := MinCapacity(p, spec, run.PeakActive, run.PeakReserved, o.Step, o.TimeLimit)
-		rep.Replays += b.Replays
-		if err != nil {
-			rep.Error = err.Error()
-			return rep, err
-		}
-		ratio := float64(b.Capacity) / float64(max(run.PeakActive, 1))
-		rep.MinCapacity, rep.CapacityOverActive, rep.MinCapacityExact = &b.Capacity, &ratio, &b.Exact
-	}
-	return rep, nil
 }
 
 // replayFresh replays p through a new instance of spec under capacity and closes it.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, 
 	}
 	names := make([]string, 0, len(traces))
 	for _, path := range traces {
-		names = append(names, baseName(path))
+		names = append(names, filepath.Base(path))
 	}
 	writeSummary(&b, names, byTrace, anchors)
 	writeDetail(&b, names, byTrace, anchors)

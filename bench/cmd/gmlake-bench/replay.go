@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
@@ -46,7 +47,7 @@ func (c *replayCmd) Run(stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		p, err := bench.Prepare(baseName(path), t)
+		p, err := bench.Prepare(filepath.Base(path), t)
 		if err != nil {
 			return err
 		}
@@ -125,13 +126,4 @@ func writeJSON(w io.Writer, reports []bench.Report) error {
 		}
 	}
 	return nil
-}
-
-func baseName(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if path[i] == '/' {
-			return path[i+1:]
-		}
-	}
-	return path
 }
