@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -45,7 +46,7 @@ func ReadAnchors(path string) ([]Anchor, error) {
 // TraceStem is a trace file's name without directory and format suffixes, so that a text trace and
 // a snapshot of the same run ("x.trace.gz", "x.noweights.trace.gz", "x.snapshot.pickle.gz") match.
 func TraceStem(name string) string {
-	name = baseName(name)
+	name = filepath.Base(name)
 	for _, suffix := range []string{".gz", ".pickle", ".snapshot", ".trace", ".noweights"} {
 		name = strings.TrimSuffix(name, suffix)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/big"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/gmlake/gmlake/trace"
@@ -56,16 +57,9 @@ func Load(path string, opts ...SnapshotOption) (*trace.Trace, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if t.Name == "" {
-		t.Name = baseName(path)
+		t.Name = filepath.Base(path)
 	}
 	return t, nil
-}
-
-func baseName(path string) string {
-	if i := strings.LastIndexByte(path, '/'); i >= 0 {
-		return path[i+1:]
-	}
-	return path
 }
 
 func maybeGunzip(br *bufio.Reader) (*bufio.Reader, error) {
