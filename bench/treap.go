@@ -7,9 +7,10 @@ package bench
 // (offset, 0) with the block's size as value and asks for the first value >= size: first fit.
 // Priorities come from a fixed-seed generator, so runs are reproducible.
 type treap struct {
-	root *treapNode
-	len  int
-	rng  uint64 // xorshift state for priorities
+	root  *treapNode
+	len   int
+	rng   uint64     // xorshift state for priorities
+	spare *treapNode // deleted nodes kept for reuse (linked through right), so churn allocates nothing
 }
 
 type treapNode struct {
@@ -80,7 +81,13 @@ func merge(a, b *treapNode) *treapNode {
 
 // insert adds a node; the key must not be present.
 func (t *treap) insert(hi, lo, val uint64, ref any) *treapNode {
-	n := &treapNode{hi: hi, lo: lo, val: val, maxVal: val, prio: t.nextPrio(), ref: ref}
+	n := t.spare
+	if n != nil {
+		t.spare = n.right
+	} else {
+		n = new(treapNode)
+	}
+	*n = treapNode{hi: hi, lo: lo, val: val, maxVal: val, prio: t.nextPrio(), ref: ref}
 	less, rest := split(t.root, hi, lo)
 	t.root = merge(merge(less, n), rest)
 	t.len++
@@ -89,25 +96,29 @@ func (t *treap) insert(hi, lo, val uint64, ref any) *treapNode {
 
 // delete removes the node with key (hi, lo) and reports whether it was there.
 func (t *treap) delete(hi, lo uint64) bool {
-	var found bool
-	t.root = deleteNode(t.root, hi, lo, &found)
-	if found {
-		t.len--
+	var gone *treapNode
+	t.root = deleteNode(t.root, hi, lo, &gone)
+	if gone == nil {
+		return false
 	}
-	return found
+	t.len--
+	*gone = treapNode{right: t.spare}
+	t.spare = gone
+	return true
 }
 
-func deleteNode(n *treapNode, hi, lo uint64, found *bool) *treapNode {
+// deleteNode removes key (hi, lo) from the subtree at n, setting *gone to the removed node.
+func deleteNode(n *treapNode, hi, lo uint64, gone **treapNode) *treapNode {
 	if n == nil {
 		return nil
 	}
 	switch {
 	case keyLess(hi, lo, n.hi, n.lo):
-		n.left = deleteNode(n.left, hi, lo, found)
+		n.left = deleteNode(n.left, hi, lo, gone)
 	case keyLess(n.hi, n.lo, hi, lo):
-		n.right = deleteNode(n.right, hi, lo, found)
+		n.right = deleteNode(n.right, hi, lo, gone)
 	default:
-		*found = true
+		*gone = n
 		return merge(n.left, n.right)
 	}
 	n.fix()
