@@ -1,0 +1,27 @@
+// Package dist is the multi-device side of gmlake: one stitching allocator per device, for
+// data-parallel training where every rank (one per GPU) draws its activations, gradients,
+// optimizer shards and communication buffers from its own device's pool.
+//
+// # Pools
+//
+// Pools holds one *memory.Allocator (a stitch.Engine over a stitch.Driver) per device ordinal. A
+// DriverFactory makes the driver of each ordinal: on a GPU machine cuda.New(cuda.WithDevice(i)),
+// on the CPU several driver/host or driver/sim drivers, so that everything above the pools is
+// tested without GPUs. Devices never share memory: a pool's engine only ever maps its own
+// driver's chunks, which is what a CUDA device requires (physical memory of one GPU cannot back
+// virtual addresses accessed as another's local memory). Each Allocator is safe for concurrent
+// use, so one goroutine per rank may use its pool while others use theirs.
+//
+// Per-device statistics (Stats) are the engines' own; Summary aggregates them the way a
+// data-parallel job is judged: the largest per-device peak, since the fullest device decides
+// whether the job fits.
+//
+// # Related packages
+//
+//   - dist/zero: ZeRO-style partitioning of optimizer state (and gradients) across ranks, with a
+//     data-parallel step over N in-process ranks whose collectives are done in Go;
+//   - dist/nccl: NCCL bindings (behind the `cuda` build tag, library opened at run time) for the
+//     same collectives on GPUs;
+//   - dist/shardsim: per-rank allocation traces of a ZeRO data-parallel fine-tuning step, by
+//     simulation, for the allocator benchmarks.
+package dist
