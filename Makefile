@@ -51,12 +51,21 @@ build-cuda: cuda-headers
 	$(CUDA_ENV) $(GO) build -tags cuda $(CUDA_PKGS)
 	mkdir -p $(GPU_DIR)
 	$(CUDA_ENV) $(GO) test -c -tags cuda -o $(GPU_DIR)/cuda.test ./driver/cuda
+	$(CUDA_ENV) $(GO) build -tags cuda -o $(GPU_DIR)/gpu-replay ./bench/cmd/gpu-replay
 	$(CUDA_ENV) $(GO) test -tags cuda -race -count=1 $(CUDA_PKGS)
 
 # On a GPU machine this runs the GPU tests; elsewhere they skip. To run them on a GPU machine
 # without Go: `make build-cuda`, copy .gpu/ and scripts/ there, run `scripts/gpu-run.sh tests`.
 gpu-test: build-cuda
-	$(GPU_DIR)/cuda.test -test.v -test.count=1
+	./scripts/gpu-run.sh tests $(OUT_DIR)/gpu
+
+# Replays the traces with real GPU memory (gmlake, Gorgonia's pool, cuMemAlloc); results in
+# $(OUT_DIR)/gpu. Without a GPU only the simulated half runs. Elsewhere: copy .gpu/ (traces
+# included) and scripts/ to the GPU machine and run `scripts/gpu-run.sh bench`.
+gpu-bench: build-cuda
+	mkdir -p $(GPU_DIR)/traces
+	cp $(TRACES)/*.trace.gz $(GPU_DIR)/traces/
+	./scripts/gpu-run.sh bench $(OUT_DIR)/gpu
 
 # ---- GPU kernels: every CUDA source in gpu/kernels must compile. NVRTC (a compiler library, no GPU
 # needed) is taken from Debian's CUDA 11.8 packages into $(NVRTC_DIR) by gpu/tools/nvrtc-lib.sh.

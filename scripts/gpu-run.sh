@@ -17,23 +17,28 @@ status=0
 	uname -srm
 } | tee "$out/machine.txt"
 
+# run LOG BINARY ARGS...: runs a binary, appending its output to LOG; a failure is remembered.
+run() {
+	local log=$1
+	shift
+	if [[ ! -x $1 ]]; then
+		echo "gpu-run: $1 not built, skipped" | tee -a "$log"
+		return
+	fi
+	"$@" 2>&1 | tee -a "$log"
+	[[ ${PIPESTATUS[0]} == 0 ]] || status=1
+}
+
 if [[ $what == tests || $what == all ]]; then
 	# TestGPUInvalidHandles hands the driver dead handles; it runs alone, last, so that a driver
 	# that crashes on them cannot take the other results with it.
-	for bin in "$gpu"/*.test; do
-		name=$(basename "$bin" .test)
-		"$bin" -test.v -test.count=1 -test.skip TestGPUInvalidHandles 2>&1 | tee "$out/test-$name.log"
-		[[ ${PIPESTATUS[0]} == 0 ]] || status=1
-	done
-	if [[ -x $gpu/cuda.test ]]; then
-		"$gpu/cuda.test" -test.v -test.count=1 -test.run TestGPUInvalidHandles 2>&1 | tee -a "$out/test-cuda.log"
-		[[ ${PIPESTATUS[0]} == 0 ]] || status=1
-	fi
+	run "$out/gpu-test.log" "$gpu/cuda.test" -test.v -test.count=1 -test.skip TestGPUInvalidHandles
+	run "$out/gpu-test.log" "$gpu/gmlake.test" -test.v -test.count=1 -test.run TestDefaultDriverCUDA
+	run "$out/gpu-test.log" "$gpu/cuda.test" -test.v -test.count=1 -test.run TestGPUInvalidHandles
 fi
 
-if [[ $what == bench || $what == all ]] && [[ -x $gpu/gpu-replay ]]; then
-	"$gpu/gpu-replay" --traces "$gpu/traces" --json "$out/gpu-replay.jsonl" --markdown "$out/gpu-replay.md" \
-		2>&1 | tee "$out/gpu-replay.log"
-	[[ ${PIPESTATUS[0]} == 0 ]] || status=1
+if [[ $what == bench || $what == all ]]; then
+	run "$out/gpu-replay.log" "$gpu/gpu-replay" --dir "$gpu/traces" --direct-limit "${DIRECT_LIMIT:-30s}" \
+		--json "$out/gpu-replay.jsonl" --markdown "$out/gpu-replay.md"
 fi
 exit $status

@@ -39,7 +39,7 @@ func pattern(seed uint64, n int) []byte {
 }
 
 // readBack copies n bytes from the device.
-func readBack(t *testing.T, d *cuda.Driver, addr uintptr, n int) []byte {
+func readBack(t *testing.T, d interface{ CopyFromDevice([]byte, uintptr) error }, addr uintptr, n int) []byte {
 	t.Helper()
 	b := make([]byte, n)
 	require.NoError(t, d.CopyFromDevice(b, addr))

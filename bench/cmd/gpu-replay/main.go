@@ -1,0 +1,160 @@
+//go:build cuda
+
+// Command gpu-replay replays allocation traces with real GPU memory, through the stitching engine
+// on driver/cuda (gmlake), through Gorgonia's pool algorithm over one cuMemAlloc arena (gorgonia)
+// and through cuMemAlloc/cuMemFree per request (direct), and beside them through the engine on the
+// simulated driver, so that real and simulated figures can be compared line by line.
+//
+// For each trace it reports peak reserved memory; the smallest capacity under which the engine
+// replays the trace (bisected to 2 MiB on the simulator) and whether the real GPU run succeeds at
+// exactly that capacity and fails 2 MiB below it; driver calls and the time spent in them before
+// the first iteration (setup), in warm-up iterations (0..2) and in steady-state iterations (3 on);
+// and wall time per alloc+free pair in steady state. Gorgonia's arena is the high-water mark of
+// the same algorithm on the simulator, so its run checks that real memory behaves the same.
+//
+//	gpu-replay [--dir .gpu/traces] [--allocators gmlake,gorgonia,direct] [--sim FILE | --sim-only]
+//	    [--json FILE] [--markdown FILE] [TRACE...]
+//
+// --sim-only runs the simulated part alone (no GPU needed) and its JSON lines, given back with
+// --sim, spare the GPU run the bisection. Without a usable GPU the command runs the simulated part
+// and says so.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/gmlake/gmlake/driver/cuda"
+	"github.com/gmlake/gmlake/trace"
+)
+
+type cli struct {
+	Traces      []string      `arg:"" optional:"" help:"Trace files (default: every *.trace.gz in --dir)."`
+	Dir         string        `default:".gpu/traces" help:"Folder of traces to replay when none are named."`
+	Allocators  []string      `default:"gmlake,gorgonia,direct" help:"Allocators to replay on the GPU."`
+	SimOnly     bool          `help:"Run only the simulated replays and the bisection (no GPU needed)."`
+	Sim         string        `help:"JSON lines of an earlier --sim-only run: minimum capacities are taken from there."`
+	JSON        string        `help:"Write JSON lines here (default: standard output)."`
+	Markdown    string        `help:"Write the markdown table here (it is also printed to standard error)."`
+	DirectLimit time.Duration `default:"30s" help:"Stop each direct cuMemAlloc replay after this long."`
+	BisectLimit time.Duration `default:"120s" help:"Stop each bisection after this long (the bound so far is reported)."`
+	Below       bool          `default:"true" negatable:"" help:"Also replay on the GPU 2 MiB below the minimum capacity (expects out-of-memory)."`
+}
+
+func main() {
+	var c cli
+	kong.Parse(&c, kong.Name("gpu-replay"), kong.UsageOnError(),
+		kong.Description("Replays allocation traces with real GPU memory and compares with the simulator."))
+	if err := c.run(os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "gpu-replay:", err)
+		os.Exit(1)
+	}
+}
+
+func (c *cli) run(stdout, stderr io.Writer) error {
+	files, err := c.traceFiles()
+	if err != nil {
+		return err
+	}
+	prior, err := readSim(c.Sim)
+	if err != nil {
+		return err
+	}
+	var drv *cuda.Driver
+	header := "GPU replay, simulator only"
+	if !c.SimOnly {
+		drv, err = cuda.New(cuda.WithGranularity(granularity))
+		switch {
+		case errors.Is(err, cuda.ErrUnavailable):
+			fmt.Fprintf(stderr, "no usable GPU (%v): simulated replays only\n", err)
+		case err != nil:
+			return err
+		default:
+			defer drv.Close()
+			_, total, err := drv.MemInfo()
+			if err != nil {
+				return err
+			}
+			v, _ := cuda.DriverVersion()
+			header = fmt.Sprintf("GPU replay on %s (%s, driver API %d), %s", drv.Name(), gib(total)+" GiB", v,
+				time.Now().UTC().Format("2006-01-02"))
+			fmt.Fprintln(stderr, header)
+		}
+	}
+	var recs []record
+	failed := false
+	for _, f := range files {
+		t, err := trace.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		p, err := prepare(filepath.Base(f), t)
+		if err != nil {
+			return err
+		}
+		simRecs := c.simRuns(p, prior, stderr)
+		recs = append(recs, simRecs...)
+		if drv != nil {
+			recs = append(recs, c.gpuRuns(p, drv, simRecs, stderr)...)
+		}
+	}
+	for _, r := range recs {
+		failed = failed || r.Error != ""
+	}
+	out := stdout
+	if c.JSON != "" {
+		f, err := os.Create(c.JSON)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = f
+	}
+	if err := writeJSON(out, recs); err != nil {
+		return err
+	}
+	var table strings.Builder
+	markdown(&table, recs, header)
+	fmt.Fprint(stderr, table.String())
+	if c.Markdown != "" {
+		if err := os.WriteFile(c.Markdown, []byte(table.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	if failed {
+		return errors.New("some replays failed (see the error fields)")
+	}
+	return nil
+}
+
+func (c *cli) traceFiles() ([]string, error) {
+	if len(c.Traces) > 0 {
+		return c.Traces, nil
+	}
+	files, err := filepath.Glob(filepath.Join(c.Dir, "*.trace.gz"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no *.trace.gz in %s", c.Dir)
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
+func (c *cli) wants(alloc string) bool {
+	for _, a := range c.Allocators {
+		if strings.TrimSpace(a) == alloc {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,109 @@
+//go:build cuda
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gmlake/gmlake/trace"
+)
+
+// synthetic is a small training-like trace: weights that stay, then iterations that allocate and
+// free activations whose sizes change from one iteration to the next.
+func synthetic() *trace.Trace {
+	t := &trace.Trace{Name: "synthetic"}
+	id := int64(0)
+	alloc := func(size uint64) int64 {
+		id++
+		t.Events = append(t.Events, trace.Event{Kind: trace.Alloc, ID: id, Size: size})
+		return id
+	}
+	for range 4 {
+		alloc(48 << 20)
+	}
+	for it := range 7 {
+		t.Events = append(t.Events, trace.Event{Kind: trace.Iter, ID: int64(it)})
+		var acts []int64
+		for k := range 12 {
+			acts = append(acts, alloc(uint64(3<<20+k*(1<<20)+it%3*(512<<10))))
+			if k%3 == 2 {
+				alloc(100_000) // small, freed at once
+				t.Events = append(t.Events, trace.Event{Kind: trace.Free, ID: id})
+			}
+		}
+		for i := len(acts) - 1; i >= 0; i-- {
+			t.Events = append(t.Events, trace.Event{Kind: trace.Free, ID: acts[i]})
+		}
+	}
+	return t
+}
+
+func TestSimOnlyRun(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "synthetic.trace.gz")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	require.NoError(t, trace.Write(f, synthetic()))
+	require.NoError(t, f.Close())
+
+	c := cli{Traces: []string{path}, SimOnly: true, Allocators: []string{"gmlake", "gorgonia", "direct"},
+		JSON: filepath.Join(dir, "out.jsonl"), Markdown: filepath.Join(dir, "out.md")}
+	var stderr bytes.Buffer
+	require.NoError(t, c.run(&bytes.Buffer{}, &stderr), stderr.String())
+
+	recs, err := readRecords(c.JSON)
+	require.NoError(t, err)
+	byRun := map[string]record{}
+	for _, r := range recs {
+		assert.Empty(t, r.Error)
+		assert.Equal(t, "sim", r.Driver)
+		byRun[r.Allocator+"/"+r.Run] = r
+	}
+	require.Len(t, byRun, 3)
+	engine, bisect, pool := byRun["gmlake/uncapped"], byRun["gmlake/bisect"], byRun["gorgonia/arena"]
+
+	allocs := 0
+	for _, ev := range synthetic().Events {
+		if ev.Kind == trace.Alloc {
+			allocs++
+		}
+	}
+	ph := engine.Phases
+	assert.Equal(t, allocs, ph["setup"].Pairs+ph["warmup"].Pairs+ph["steady"].Pairs, "every allocation in one phase")
+	assert.Equal(t, 3, ph["warmup"].Iterations)
+	assert.Equal(t, 4, ph["steady"].Iterations)
+	assert.NotZero(t, ph["setup"].DriverCalls, "the engine creates memory before the first iteration")
+
+	assert.GreaterOrEqual(t, bisect.MinCapacity, engine.PeakActive)
+	assert.LessOrEqual(t, bisect.MinCapacity, roundUp(engine.PeakReserved, granularity))
+	assert.True(t, bisect.MinCapacityExact)
+	assert.GreaterOrEqual(t, pool.PeakReserved, pool.PeakActive)
+
+	md, err := os.ReadFile(c.Markdown)
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| synthetic | gmlake |")
+}
+
+func readRecords(path string) ([]record, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var recs []record
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for dec.More() {
+		var r record
+		if err := dec.Decode(&r); err != nil {
+			return nil, err
+		}
+		recs = append(recs, r)
+	}
+	return recs, nil
+}

@@ -1,0 +1,129 @@
+//go:build cuda
+
+package main
+
+import (
+	"time"
+
+	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/stitch"
+)
+
+// phase is the part of a trace an event belongs to.
+type phase int
+
+const (
+	setup  phase = iota // before the first iteration marker: model and optimizer construction
+	warmup              // iterations 0 .. bench.SteadyFrom-1
+	steady              // iterations bench.SteadyFrom on
+	numPhases
+)
+
+var phaseNames = [numPhases]string{"setup", "warmup", "steady"}
+
+func phaseOf(iter int) phase {
+	switch {
+	case iter < 0:
+		return setup
+	case iter < bench.SteadyFrom:
+		return warmup
+	}
+	return steady
+}
+
+// callClock counts device calls and the time spent in them, per phase. The replay moves it from
+// phase to phase at iteration markers.
+type callClock struct {
+	now   phase
+	calls [numPhases]uint64
+	nanos [numPhases]int64
+}
+
+func (c *callClock) time(start time.Time) {
+	c.calls[c.now]++
+	c.nanos[c.now] += time.Since(start).Nanoseconds()
+}
+
+// timedDriver is a stitch.Driver that times every call of the driver it wraps.
+type timedDriver struct {
+	d     stitch.Driver
+	clock *callClock
+}
+
+func (t timedDriver) Granularity() uint64 { return t.d.Granularity() }
+
+func (t timedDriver) Create(size uint64) (stitch.PhysHandle, error) {
+	defer t.clock.time(time.Now())
+	return t.d.Create(size)
+}
+
+func (t timedDriver) Release(h stitch.PhysHandle) error {
+	defer t.clock.time(time.Now())
+	return t.d.Release(h)
+}
+
+func (t timedDriver) Reserve(size uint64) (uintptr, error) {
+	defer t.clock.time(time.Now())
+	return t.d.Reserve(size)
+}
+
+func (t timedDriver) Free(addr uintptr, size uint64) error {
+	defer t.clock.time(time.Now())
+	return t.d.Free(addr, size)
+}
+
+func (t timedDriver) Map(addr uintptr, size uint64, h stitch.PhysHandle, offset uint64) error {
+	defer t.clock.time(time.Now())
+	return t.d.Map(addr, size, h, offset)
+}
+
+func (t timedDriver) Unmap(addr uintptr, size uint64) error {
+	defer t.clock.time(time.Now())
+	return t.d.Unmap(addr, size)
+}
+
+func (t timedDriver) SetAccess(addr uintptr, size uint64) error {
+	defer t.clock.time(time.Now())
+	return t.d.SetAccess(addr, size)
+}
+
+func (t timedDriver) RecordEvent(s stitch.Stream) (stitch.Event, error) {
+	defer t.clock.time(time.Now())
+	return t.d.RecordEvent(s)
+}
+
+func (t timedDriver) EventDone(e stitch.Event) (bool, error) {
+	defer t.clock.time(time.Now())
+	return t.d.EventDone(e)
+}
+
+func (t timedDriver) DestroyEvent(e stitch.Event) error {
+	defer t.clock.time(time.Now())
+	return t.d.DestroyEvent(e)
+}
+
+func (t timedDriver) Synchronize() error {
+	defer t.clock.time(time.Now())
+	return t.d.Synchronize()
+}
+
+func (t timedDriver) MemInfo() (free, total uint64, err error) {
+	defer t.clock.time(time.Now())
+	return t.d.MemInfo()
+}
+
+// timedDevice is a bench.Device that times every call of the device it wraps.
+type timedDevice struct {
+	d     bench.Device
+	clock *callClock
+}
+
+func (t timedDevice) Malloc(size uint64) (uintptr, error) {
+	defer t.clock.time(time.Now())
+	return t.d.Malloc(size)
+}
+
+func (t timedDevice) Free(ptr uintptr) error {
+	defer t.clock.time(time.Now())
+	return t.d.Free(ptr)
+}

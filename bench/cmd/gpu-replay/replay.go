@@ -1,0 +1,129 @@
+//go:build cuda
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/trace"
+)
+
+// op is one trace event with its allocation id turned into a dense slot.
+type op struct {
+	kind   trace.Kind
+	slot   int32  // Alloc, Free: the allocation's slot; Iter: the iteration number
+	size   uint64 // requested bytes (Alloc and Free)
+	stream uint64 // trace stream id (Alloc)
+}
+
+// prepared is a trace compiled for replay.
+type prepared struct {
+	name     string // file name, the label in reports
+	workload string
+	ops      []op
+	slots    int
+	bench    *bench.Prepared // the same trace for the bench package's simulated replays
+}
+
+func prepare(name string, t *trace.Trace) (*prepared, error) {
+	bp, err := bench.Prepare(name, t)
+	if err != nil {
+		return nil, err
+	}
+	p := &prepared{name: name, workload: t.Name, ops: make([]op, 0, len(t.Events)), bench: bp}
+	slotOf := make(map[int64]int32)
+	sizeOf := make(map[int64]uint64)
+	for _, ev := range t.Events {
+		switch ev.Kind {
+		case trace.Alloc:
+			slotOf[ev.ID], sizeOf[ev.ID] = int32(p.slots), ev.Size
+			p.ops = append(p.ops, op{kind: trace.Alloc, slot: int32(p.slots), size: ev.Size, stream: ev.Stream})
+			p.slots++
+		case trace.Free:
+			p.ops = append(p.ops, op{kind: trace.Free, slot: slotOf[ev.ID], size: sizeOf[ev.ID]})
+		case trace.Iter:
+			p.ops = append(p.ops, op{kind: trace.Iter, slot: int32(ev.ID)})
+		}
+	}
+	return p, nil
+}
+
+// result is one replay of a trace through one allocator, split by phase.
+type result struct {
+	events       int // events replayed
+	oom          *bench.OOMEvent
+	partial      bool // stopped by the time limit
+	peakActive   uint64
+	peakReserved uint64 // only with trackReserved
+	iters        [numPhases]int
+	pairs        [numPhases]int           // allocations made in each phase
+	wall         [numPhases]time.Duration // wall time of each phase's events
+}
+
+// replay runs p through a, moving clock from phase to phase at iteration markers. Out of memory
+// ends the replay (result.oom says where); any other error fails it. With trackReserved the
+// allocator's Reserved is read after every allocation (cheap for the baselines; the engine reports
+// its own peak). limit > 0 stops the replay after about that long (result.partial).
+func replay(p *prepared, a bench.Allocator, clock *callClock, st *streams, trackReserved bool, limit time.Duration) (*result, error) {
+	r := &result{}
+	ptrs := make([]uintptr, p.slots)
+	var active uint64
+	iter, cur := -1, setup
+	clock.now = cur
+	begin := time.Now()
+	start := begin
+	for i, o := range p.ops {
+		switch o.kind {
+		case trace.Alloc:
+			s, err := st.get(o.stream)
+			if err != nil {
+				return r, err
+			}
+			ptr, err := a.Alloc(o.size, s)
+			if err != nil {
+				r.wall[cur] += time.Since(start)
+				r.events = i
+				if errors.Is(err, bench.ErrOutOfMemory) {
+					r.oom = &bench.OOMEvent{Event: i, Iteration: iter, Requested: o.size, Active: active,
+						Reserved: a.Reserved(), Message: err.Error()}
+					return r, nil
+				}
+				return r, fmt.Errorf("%s: %s: event %d: alloc %d bytes: %w", p.name, a.Name(), i, o.size, err)
+			}
+			ptrs[o.slot] = ptr
+			active += o.size
+			r.peakActive = max(r.peakActive, active)
+			if trackReserved {
+				r.peakReserved = max(r.peakReserved, a.Reserved())
+			}
+			r.pairs[cur]++
+		case trace.Free:
+			if err := a.Free(ptrs[o.slot], o.size); err != nil {
+				r.wall[cur] += time.Since(start)
+				r.events = i
+				return r, fmt.Errorf("%s: %s: event %d: free %d bytes: %w", p.name, a.Name(), i, o.size, err)
+			}
+			active -= o.size
+		case trace.Iter:
+			now := time.Now()
+			r.wall[cur] += now.Sub(start)
+			start = now
+			iter = int(o.slot)
+			cur = phaseOf(iter)
+			clock.now = cur
+			r.iters[cur]++
+		}
+		if limit > 0 && i%256 == 255 && time.Since(begin) > limit {
+			r.wall[cur] += time.Since(start)
+			r.events = i + 1
+			r.partial = true
+			return r, nil
+		}
+	}
+	r.wall[cur] += time.Since(start)
+	r.events = len(p.ops)
+	return r, nil
+}

@@ -1,0 +1,194 @@
+//go:build cuda
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/stitch"
+)
+
+// phaseFigures is what one phase of a replay cost.
+type phaseFigures struct {
+	Iterations   int     `json:"iterations"`
+	Pairs        int     `json:"pairs"`          // allocations made (each an alloc+free pair, or still live)
+	DriverCalls  uint64  `json:"driver_calls"`   // device calls the allocator made
+	DriverNs     int64   `json:"driver_ns"`      // time inside those calls
+	WallNs       int64   `json:"wall_ns"`        // wall time of the phase's events
+	NsPerPair    float64 `json:"ns_per_pair"`    // WallNs / Pairs
+	CallsPerIter float64 `json:"calls_per_iter"` // DriverCalls / Iterations (0 before the first iteration)
+}
+
+// record is one JSON line: one replay of one trace through one allocator on one driver.
+type record struct {
+	Trace     string `json:"trace"`
+	Workload  string `json:"workload,omitempty"`
+	Allocator string `json:"allocator"` // gmlake, gorgonia, direct
+	Driver    string `json:"driver"`    // cuda (real H200 memory) or sim
+	Run       string `json:"run"`       // uncapped, at-min-capacity, below-min-capacity, arena, bisect
+
+	Capacity     uint64          `json:"capacity,omitempty"` // the limit of this run (gorgonia: its arena)
+	OOM          bool            `json:"oom"`
+	OOMAt        *bench.OOMEvent `json:"oom_at,omitempty"`
+	Partial      bool            `json:"partial,omitempty"` // stopped by the time limit
+	Events       int             `json:"events"`
+	PeakActive   uint64          `json:"peak_active"`
+	PeakReserved uint64          `json:"peak_reserved"`
+
+	// The smallest capacity that replays without out-of-memory, bisected to 2 MiB on the
+	// simulator (Run "bisect"); CapacityOverActive = MinCapacity / PeakActive.
+	MinCapacity        uint64  `json:"min_capacity,omitempty"`
+	MinCapacityExact   bool    `json:"min_capacity_exact,omitempty"`
+	CapacityOverActive float64 `json:"capacity_over_active,omitempty"`
+
+	Phases   map[string]phaseFigures `json:"phases,omitempty"`
+	Outcomes map[string]uint64       `json:"outcomes,omitempty"` // gmlake: requests per outcome
+	Calls    map[string]uint64       `json:"calls,omitempty"`    // gmlake: driver calls per kind
+
+	DeviceFreeBefore uint64 `json:"device_free_before,omitempty"` // cuMemGetInfo free before the run
+	DeviceFreeAfter  uint64 `json:"device_free_after,omitempty"`  // and after the allocator closed
+	Error            string `json:"error,omitempty"`
+}
+
+func (rec *record) fill(r *result, clock *callClock) {
+	rec.OOM, rec.OOMAt, rec.Partial, rec.Events = r.oom != nil, r.oom, r.partial, r.events
+	rec.PeakActive = r.peakActive
+	if r.peakReserved > 0 {
+		rec.PeakReserved = r.peakReserved
+	}
+	rec.Phases = make(map[string]phaseFigures, numPhases)
+	for ph := range numPhases {
+		f := phaseFigures{Iterations: r.iters[ph], Pairs: r.pairs[ph], DriverCalls: clock.calls[ph],
+			DriverNs: clock.nanos[ph], WallNs: r.wall[ph].Nanoseconds()}
+		if f.Pairs > 0 {
+			f.NsPerPair = float64(f.WallNs) / float64(f.Pairs)
+		}
+		if f.Iterations > 0 {
+			f.CallsPerIter = float64(f.DriverCalls) / float64(f.Iterations)
+		}
+		rec.Phases[phaseNames[ph]] = f
+	}
+}
+
+func (rec *record) fillEngine(st stitch.Stats) {
+	rec.PeakReserved = st.PeakReservedBytes
+	rec.Outcomes = make(map[string]uint64, stitch.NumOutcomes)
+	for o := range stitch.NumOutcomes {
+		rec.Outcomes[o.String()] = st.Outcomes[o]
+	}
+	rec.Calls = make(map[string]uint64, stitch.NumCallKinds)
+	for k := range stitch.NumCallKinds {
+		if st.DriverCalls[k] > 0 {
+			rec.Calls[k.String()] = st.DriverCalls[k]
+		}
+	}
+}
+
+func writeJSON(w io.Writer, recs []record) error {
+	enc := json.NewEncoder(w)
+	for _, r := range recs {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func gib(b uint64) string { return fmt.Sprintf("%.2f", float64(b)/(1<<30)) }
+
+func ms(ns int64) string { return fmt.Sprintf("%.1f", float64(ns)/1e6) }
+
+// markdown writes one table row per (trace, allocator) on the GPU, with the simulator's figures
+// beside them.
+func markdown(w io.Writer, recs []record, header string) {
+	find := func(trace, alloc, driver, run string) *record {
+		for i := range recs {
+			r := &recs[i]
+			if r.Trace == trace && r.Allocator == alloc && r.Driver == driver && r.Run == run {
+				return r
+			}
+		}
+		return nil
+	}
+	var traces []string
+	for _, r := range recs {
+		if len(traces) == 0 || traces[len(traces)-1] != r.Trace {
+			traces = append(traces, r.Trace)
+		}
+	}
+	fmt.Fprintf(w, "%s\n\n", header)
+	fmt.Fprintln(w, "| trace | allocator | peak active GiB | peak reserved GiB (GPU / sim) | capacity / active (sim min) | runs at it on GPU | fails 2 MiB below on GPU | setup: calls, ms in driver | warm-up: calls/iter, ms in driver | steady: calls/iter, ms in driver | steady ns per alloc+free (GPU / sim) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, t := range traces {
+		for _, alloc := range []string{"gmlake", "gorgonia", "direct"} {
+			first := map[string]string{"gmlake": "uncapped", "gorgonia": "arena", "direct": "uncapped"}[alloc]
+			g := find(t, alloc, "cuda", first)
+			s := find(t, alloc, "sim", map[string]string{"gmlake": "uncapped", "gorgonia": "arena", "direct": "uncapped"}[alloc])
+			if g == nil && s == nil {
+				continue
+			}
+			cell := func(f func(r *record) string, r *record) string {
+				if r == nil {
+					return "–"
+				}
+				if r.Error != "" {
+					return "error"
+				}
+				return f(r)
+			}
+			row := []string{strings.TrimSuffix(t, ".trace.gz"), alloc}
+			ref := g
+			if ref == nil {
+				ref = s
+			}
+			row = append(row, gib(ref.PeakActive))
+			reserved := cell(func(r *record) string { return gib(r.PeakReserved) }, g) + " / " + cell(func(r *record) string { return gib(r.PeakReserved) }, s)
+			if g != nil && g.Partial {
+				reserved += " (partial)"
+			}
+			row = append(row, reserved)
+			capCell, at, below := "–", "–", "–"
+			switch alloc {
+			case "gmlake":
+				if b := find(t, alloc, "sim", "bisect"); b != nil && b.MinCapacity > 0 {
+					capCell = fmt.Sprintf("%.3f", b.CapacityOverActive)
+				}
+				if r := find(t, alloc, "cuda", "at-min-capacity"); r != nil {
+					at = yesNo(r.Error == "" && !r.OOM)
+				}
+				if r := find(t, alloc, "cuda", "below-min-capacity"); r != nil {
+					below = yesNo(r.Error == "" && r.OOM)
+				}
+			case "gorgonia":
+				if g != nil && g.PeakActive > 0 {
+					capCell = fmt.Sprintf("%.3f", float64(g.Capacity)/float64(g.PeakActive))
+					at = yesNo(g.Error == "" && !g.OOM)
+				}
+			}
+			row = append(row, capCell, at, below)
+			for _, ph := range []string{"setup", "warmup", "steady"} {
+				row = append(row, cell(func(r *record) string {
+					f := r.Phases[ph]
+					if ph == "setup" {
+						return fmt.Sprintf("%d, %s", f.DriverCalls, ms(f.DriverNs))
+					}
+					return fmt.Sprintf("%.1f, %s", f.CallsPerIter, ms(f.DriverNs))
+				}, g))
+			}
+			row = append(row, cell(func(r *record) string { return fmt.Sprintf("%.0f", r.Phases["steady"].NsPerPair) }, g)+" / "+
+				cell(func(r *record) string { return fmt.Sprintf("%.0f", r.Phases["steady"].NsPerPair) }, s))
+			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+		}
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

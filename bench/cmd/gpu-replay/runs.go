@@ -1,0 +1,230 @@
+//go:build cuda
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/driver/cuda"
+	"github.com/gmlake/gmlake/driver/sim"
+)
+
+// unboundedArena lets the simulated first-fit pool grow to its high-water mark.
+const unboundedArena = 1 << 50
+
+// readSim reads the "bisect" records of an earlier --sim-only run, by trace.
+func readSim(path string) (map[string]record, error) {
+	prior := make(map[string]record)
+	if path == "" {
+		return prior, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if r.Driver == "sim" && r.Run == "bisect" && r.Error == "" {
+			prior[r.Trace] = r
+		}
+	}
+	return prior, sc.Err()
+}
+
+// simRuns replays p on the simulator: the engine without a limit, the bisection of its minimum
+// capacity (or the earlier one from prior), and the first-fit pool's high-water mark.
+func (c *cli) simRuns(p *prepared, prior map[string]record, log io.Writer) []record {
+	var recs []record
+	base := record{Trace: p.name, Workload: p.workload, Driver: "sim"}
+
+	start := time.Now()
+	rec := base
+	rec.Allocator, rec.Run = "gmlake", "uncapped"
+	clock := &callClock{}
+	a, err := newEngineAllocator(timedDriver{d: sim.New(sim.WithGranularity(granularity), sim.WithCapacity(unboundedArena)), clock: clock}, 0)
+	if err == nil {
+		var r *result
+		r, err = replay(p, a, clock, &streams{}, false, 0)
+		if r != nil {
+			rec.fill(r, clock)
+			rec.fillEngine(a.e.Stats())
+		}
+		err = errors.Join(err, a.Check(), a.Close())
+	}
+	rec.setError(err)
+	recs = append(recs, rec)
+	c.progress(log, &rec, time.Since(start))
+
+	if rec.Error == "" {
+		b, ok := prior[p.name]
+		if !ok {
+			start = time.Now()
+			b = base
+			b.Allocator, b.Run = "gmlake", "bisect"
+			b.PeakActive, b.PeakReserved = rec.PeakActive, rec.PeakReserved
+			bis, err := bench.MinCapacity(p.bench, bench.Spec{Name: "gmlake", New: simGMLake},
+				rec.PeakActive, rec.PeakReserved, granularity, c.BisectLimit)
+			b.setError(err)
+			b.MinCapacity, b.MinCapacityExact = bis.Capacity, bis.Exact
+			b.CapacityOverActive = float64(bis.Capacity) / float64(max(rec.PeakActive, 1))
+			c.progress(log, &b, time.Since(start))
+		}
+		recs = append(recs, b)
+	}
+
+	start = time.Now()
+	ff := base
+	ff.Allocator, ff.Run = "gorgonia", "arena"
+	clock = &callClock{}
+	pool, err := bench.NewFirstFit(timedDevice{d: bench.NewSimDevice(), clock: clock}, unboundedArena)
+	if err == nil {
+		var r *result
+		r, err = replay(p, pool, clock, &streams{}, false, 0)
+		if r != nil {
+			ff.fill(r, clock)
+		}
+		ff.PeakReserved, ff.Capacity = pool.Reserved(), pool.Reserved()
+		err = errors.Join(err, pool.Check(), pool.Close())
+	}
+	ff.setError(err)
+	recs = append(recs, ff)
+	c.progress(log, &ff, time.Since(start))
+	return recs
+}
+
+// gpuRuns replays p with real memory through each allocator asked for.
+func (c *cli) gpuRuns(p *prepared, drv *cuda.Driver, simRecs []record, log io.Writer) []record {
+	var minCap, highWater uint64
+	for _, r := range simRecs {
+		switch {
+		case r.Allocator == "gmlake" && r.Run == "bisect" && r.Error == "":
+			minCap = r.MinCapacity
+		case r.Allocator == "gorgonia" && r.Error == "":
+			highWater = r.PeakReserved
+		}
+	}
+	var recs []record
+	add := func(rec record, start time.Time) {
+		recs = append(recs, rec)
+		c.progress(log, &rec, time.Since(start))
+	}
+	if c.wants("gmlake") {
+		start := time.Now()
+		add(c.gpuEngine(p, drv, "uncapped", 0), start)
+		if minCap > 0 {
+			start = time.Now()
+			add(c.gpuEngine(p, drv, "at-min-capacity", minCap), start)
+			if c.Below && minCap > granularity {
+				start = time.Now()
+				add(c.gpuEngine(p, drv, "below-min-capacity", minCap-granularity), start)
+			}
+		}
+	}
+	if c.wants("gorgonia") && highWater > 0 {
+		start := time.Now()
+		add(c.gpuFirstFit(p, drv, roundUp(highWater, granularity)), start)
+	}
+	if c.wants("direct") {
+		start := time.Now()
+		add(c.gpuDirect(p, drv), start)
+	}
+	return recs
+}
+
+func newGPURecord(p *prepared, drv *cuda.Driver, alloc, run string) record {
+	rec := record{Trace: p.name, Workload: p.workload, Allocator: alloc, Driver: "cuda", Run: run}
+	rec.DeviceFreeBefore, _, _ = drv.MemInfo()
+	return rec
+}
+
+func (c *cli) gpuEngine(p *prepared, drv *cuda.Driver, run string, capacity uint64) record {
+	rec := newGPURecord(p, drv, "gmlake", run)
+	rec.Capacity = capacity
+	clock := &callClock{}
+	a, err := newEngineAllocator(timedDriver{d: drv, clock: clock}, capacity)
+	if err == nil {
+		st := &streams{d: drv}
+		var r *result
+		r, err = replay(p, a, clock, st, false, 0)
+		if r != nil {
+			rec.fill(r, clock) // before Close, whose calls are not the replay's
+			rec.fillEngine(a.e.Stats())
+		}
+		err = errors.Join(err, a.Check(), a.Close(), st.close())
+	}
+	rec.setError(err)
+	rec.DeviceFreeAfter, _, _ = drv.MemInfo()
+	return rec
+}
+
+func (c *cli) gpuFirstFit(p *prepared, drv *cuda.Driver, arena uint64) record {
+	rec := newGPURecord(p, drv, "gorgonia", "arena")
+	rec.Capacity = arena
+	clock := &callClock{}
+	pool, err := bench.NewFirstFit(timedDevice{d: cudaDevice{drv}, clock: clock}, arena)
+	if err == nil {
+		var r *result
+		r, err = replay(p, pool, clock, &streams{d: drv}, false, 0)
+		if r != nil {
+			rec.fill(r, clock)
+		}
+		rec.PeakReserved = arena // the whole arena is taken from the device up front
+		err = errors.Join(err, pool.Check(), pool.Close())
+	}
+	rec.setError(err)
+	rec.DeviceFreeAfter, _, _ = drv.MemInfo()
+	return rec
+}
+
+func (c *cli) gpuDirect(p *prepared, drv *cuda.Driver) record {
+	rec := newGPURecord(p, drv, "direct", "uncapped")
+	clock := &callClock{}
+	d := bench.NewDirect(timedDevice{d: cudaDevice{drv}, clock: clock})
+	r, err := replay(p, d, clock, &streams{d: drv}, true, c.DirectLimit)
+	if r != nil {
+		rec.fill(r, clock)
+	}
+	err = errors.Join(err, d.Close())
+	rec.setError(err)
+	rec.DeviceFreeAfter, _, _ = drv.MemInfo()
+	return rec
+}
+
+func (rec *record) setError(err error) {
+	if err != nil {
+		rec.Error = err.Error()
+	}
+}
+
+func (c *cli) progress(w io.Writer, r *record, took time.Duration) {
+	status := "ok"
+	switch {
+	case r.Error != "":
+		status = "ERROR " + r.Error
+	case r.OOM:
+		status = "out of memory"
+	case r.Partial:
+		status = "partial (time limit)"
+	}
+	extra := ""
+	if r.MinCapacity > 0 {
+		extra = fmt.Sprintf(" min capacity %s GiB (%.4f × active, exact %v)", gib(r.MinCapacity), r.CapacityOverActive, r.MinCapacityExact)
+	}
+	fmt.Fprintf(w, "%-44s %-8s %-4s %-18s peak reserved %s GiB%s  %s  [%.1fs]\n",
+		r.Trace, r.Allocator, r.Driver, r.Run, gib(r.PeakReserved), extra, status, took.Seconds())
+}
+
+func roundUp(n, to uint64) uint64 { return (n + to - 1) / to * to }
