@@ -1,0 +1,115 @@
+package gmlake
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/tensor"
+
+	"github.com/gmlake/gmlake/driver/host"
+	"github.com/gmlake/gmlake/driver/sim"
+	"github.com/gmlake/gmlake/memory"
+	"github.com/gmlake/gmlake/stitch"
+)
+
+const testGranularity = 64 << 10
+
+func TestOptions(t *testing.T) {
+	t.Run("granularity", func(t *testing.T) {
+		a, err := NewAllocator(WithGranularity(testGranularity))
+		require.NoError(t, err)
+		defer func() { require.NoError(t, a.Close()) }()
+		assert.Equal(t, uint64(testGranularity), a.Granularity())
+	})
+	t.Run("with driver", func(t *testing.T) {
+		d := sim.New(sim.WithCapacity(64<<20), sim.WithGranularity(2<<20))
+		a, err := NewAllocator(WithDriver(d), WithSmallThreshold(1<<20), WithMinStitch(2<<20),
+			WithStitchBudget(16, 1<<30), WithLogger(nil))
+		require.NoError(t, err)
+		defer func() { require.NoError(t, a.Close()) }()
+		assert.Same(t, d, a.Driver())
+	})
+	t.Run("capacity", func(t *testing.T) {
+		a, err := NewAllocator(WithCapacity(8 << 20))
+		require.NoError(t, err)
+		defer func() { require.NoError(t, a.Close()) }()
+		_, err = a.Get(9 << 20)
+		assert.ErrorIs(t, err, stitch.ErrTooLarge)
+	})
+	t.Run("granularity with driver", func(t *testing.T) {
+		_, err := NewAllocator(WithDriver(sim.New()), WithGranularity(testGranularity))
+		assert.ErrorIs(t, err, ErrBadOption)
+	})
+	t.Run("bad granularity", func(t *testing.T) {
+		_, err := NewAllocator(WithGranularity(1000))
+		assert.ErrorIs(t, err, host.ErrBadOption)
+	})
+	t.Run("bad engine option", func(t *testing.T) {
+		_, err := NewAllocator(WithStitchBudget(-1, 0))
+		assert.ErrorIs(t, err, stitch.ErrBadOption)
+	})
+}
+
+func TestNewEngine(t *testing.T) {
+	e, err := NewEngine(WithGranularity(testGranularity))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Allocator().Close()) }()
+	x := tensor.New(tensor.WithEngine(e), tensor.Of(tensor.Float64), tensor.WithShape(4))
+	assert.Equal(t, uint64(32), e.Allocator().Stats().LiveBytes)
+	assert.Equal(t, []float64{0, 0, 0, 0}, x.Data())
+
+	_, err = NewEngine(WithDriver(sim.New()))
+	assert.ErrorIs(t, err, memory.ErrNotHostAccessible, "the simulated driver has no memory to compute on")
+}
+
+// TestBadInputAtTheAPI: every misuse of the allocator NewAllocator returns fails with a typed error,
+// a rejected Put is counted, and the allocator stays consistent.
+func TestBadInputAtTheAPI(t *testing.T) {
+	const gr = 2 << 20 // the default granularity
+	a, err := NewAllocator(WithCapacity(16 * gr))
+	require.NoError(t, err)
+	live, err := a.Get(gr)
+	require.NoError(t, err)
+	freed, err := a.Get(2 * gr)
+	require.NoError(t, err)
+	require.NoError(t, a.Free(freed, 2*gr))
+	other, err := NewAllocator(WithCapacity(16 * gr))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, other.Close()) }()
+	foreign, err := other.Get(gr)
+	require.NoError(t, err)
+
+	for _, tt := range []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"size zero", func() error { _, err := a.Get(0); return err }, stitch.ErrInvalidSize},
+		{"negative size", func() error { _, err := a.Get(-1); return err }, stitch.ErrInvalidSize},
+		{"memory of another allocator", func() error { return a.Free(foreign, gr) }, stitch.ErrUnknownPointer},
+		{"double free", func() error { return a.Free(freed, 2*gr) }, stitch.ErrDoubleFree},
+		{"wrong size", func() error { return a.Free(live, 2*gr) }, stitch.ErrSizeMismatch},
+		{"beyond capacity", func() error { _, err := a.Get(17 * gr); return err }, stitch.ErrTooLarge},
+		{"more than is free", func() error { _, err := a.Get(16 * gr); return err }, stitch.ErrOutOfMemory},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.ErrorIs(t, tt.call(), tt.want)
+			assert.NoError(t, a.Check())
+		})
+	}
+
+	a.Put(freed, 2*gr)
+	a.Put(foreign, gr)
+	assert.Equal(t, uint64(2), a.Stats().PutRejections)
+	assert.ErrorIs(t, a.LastPutError(), stitch.ErrUnknownPointer)
+	assert.NoError(t, a.Check())
+
+	require.NoError(t, a.Close())
+	_, err = a.Get(gr)
+	assert.ErrorIs(t, err, stitch.ErrClosed)
+	assert.ErrorIs(t, a.Free(live, gr), stitch.ErrClosed)
+	a.Put(live, gr)
+	assert.ErrorIs(t, a.LastPutError(), stitch.ErrClosed)
+	assert.Equal(t, uint64(3), a.Stats().PutRejections)
+}

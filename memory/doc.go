@@ -1,0 +1,37 @@
+// Package memory adapts the stitching engine (package stitch) to Gorgonia.
+//
+// # Allocator
+//
+// An Allocator owns a stitch.Engine and the stitch.Driver under it (closed with the Allocator when it
+// is an io.Closer). Its Get, Put and ResetAllocator methods are exactly Gorgonia's cuda.Arena method
+// set, checked at compile time against a local copy of that interface (Arena), because Gorgonia's cuda
+// package cannot be built without cuDNN 8 headers. Around them:
+//
+//   - Free is the error-returning twin of Put. Put has no error result in Gorgonia's interface, so a
+//     rejected Put (unknown pointer, double free, wrong size, after Close) is logged at warn level,
+//     counted in Stats().PutRejections, and kept: LastPutError returns the most recent one. Calling
+//     Free with the same arguments returns the same typed error directly.
+//   - Stats, Check, EmptyCache and Close pass through to the engine. Every error wraps one of the
+//     stitch sentinel errors (stitch.ErrInvalidSize, ErrUnknownPointer, ErrDoubleFree,
+//     ErrSizeMismatch, ErrClosed, ErrOutOfMemory, ...) and is testable with errors.Is.
+//
+// Memory handed out is a *Block: its Uintptr is the block's address (device or host, depending on
+// the driver) and its MemSize the size asked for. All blocks come from the engine's default stream.
+//
+// # Engine
+//
+// Engine is a gorgonia.org/tensor Engine over an Allocator whose driver gives host-accessible memory
+// (driver/host; the simulated driver has no memory behind its addresses and device memory is not
+// readable by Go, so NewEngine refuses both with ErrNotHostAccessible). It embeds tensor.StdEng for
+// arithmetic, so operations on its tensors compute as usual and their results are allocated through
+// the same Engine; it adds NonStdAlloc, without which package tensor would bypass Alloc and allocate
+// on the Go heap.
+//
+// What goes through gmlake and what does not: tensor.New(tensor.WithEngine(e), ...) and the results
+// of element-wise and linear-algebra operations on such tensors (they follow the engine of the
+// first operand) are allocated by Alloc. Reductions along an axis, comparisons, Repeat and Concat,
+// and Transpose's scratch copy are allocated on the Go heap by package tensor whatever the engine.
+// Gorgonia's TapeMachine with gorgonia.WithEngine(e) routes only part of its buffers through Alloc
+// (see the package tests, which measure it); neither tensor nor gorgonia ever calls Engine.Free, so
+// memory is reclaimed by Allocator.ResetAllocator (or by calling Engine.Free yourself).
+package memory

@@ -1,0 +1,13 @@
+package memory
+
+import "errors"
+
+// ErrNotHostAccessible: NewEngine was given an Allocator whose driver's memory Go code cannot read
+// (the simulated driver has none; CUDA device memory is not host memory).
+var ErrNotHostAccessible = errors.New("memory: the driver's memory is not host-accessible")
+
+// ErrShortBuffer: Memcpy into a destination smaller than the source.
+var ErrShortBuffer = errors.New("memory: destination smaller than source")
+
+// ErrUnsupportedType: Memset with a value of a type it cannot write.
+var ErrUnsupportedType = errors.New("memory: unsupported value type")

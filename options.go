@@ -1,0 +1,68 @@
+package gmlake
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/gmlake/gmlake/memory"
+	"github.com/gmlake/gmlake/stitch"
+)
+
+// ErrBadOption: options that contradict each other (WithGranularity configures the default
+// driver, so it cannot be combined with WithDriver).
+var ErrBadOption = errors.New("gmlake: bad option")
+
+// Option configures NewAllocator and NewEngine.
+type Option func(*config)
+
+type config struct {
+	driver      stitch.Driver
+	granularity uint64
+	engine      []stitch.Option
+	logger      *slog.Logger
+}
+
+// WithDriver allocates from d instead of the default driver. The allocator takes ownership of d and
+// closes it on Close when it is an io.Closer.
+func WithDriver(d stitch.Driver) Option {
+	return func(c *config) { c.driver = d }
+}
+
+// WithGranularity sets the default driver's unit of physical memory (2 MiB unless set; the host
+// driver accepts any power of two that is a multiple of the page size). Not with WithDriver.
+func WithGranularity(bytes uint64) Option {
+	return func(c *config) { c.granularity = bytes }
+}
+
+// WithSmallThreshold sets the size below which requests come from the small-block pool and are
+// never stitched.
+func WithSmallThreshold(bytes uint64) Option {
+	return func(c *config) { c.engine = append(c.engine, stitch.WithSmallThreshold(bytes)) }
+}
+
+// WithMinStitch sets the smallest free block considered for stitching (GLake's fragLimit).
+func WithMinStitch(bytes uint64) Option {
+	return func(c *config) { c.engine = append(c.engine, stitch.WithMinStitch(bytes)) }
+}
+
+// WithCapacity limits the physical memory the allocator takes from the driver; 0 means whatever the
+// driver has.
+func WithCapacity(bytes uint64) Option {
+	return func(c *config) { c.engine = append(c.engine, stitch.WithCapacity(bytes)) }
+}
+
+// WithStitchBudget bounds the stitched blocks kept (count and virtual bytes); beyond it the least
+// recently used lose their virtual range (their physical memory stays cached).
+func WithStitchBudget(maxBlocks int, maxVirtualBytes uint64) Option {
+	return func(c *config) { c.engine = append(c.engine, stitch.WithStitchBudget(maxBlocks, maxVirtualBytes)) }
+}
+
+// WithLogger logs through l (the allocator and the engine; the default driver logs nothing). Default:
+// no logging.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+func (c *config) memoryOptions() []memory.Option {
+	return []memory.Option{memory.WithLogger(c.logger), memory.WithEngineOptions(c.engine...)}
+}
