@@ -4,13 +4,18 @@
 //
 // # Pools
 //
-// Pools holds one *memory.Allocator (a stitch.Engine over a stitch.Driver) per device ordinal. A
+// Pools holds one *stitch.Engine over its own stitch.Driver per device ordinal. A
 // DriverFactory makes the driver of each ordinal: on a GPU machine cuda.New(cuda.WithDevice(i)),
 // on the CPU several driver/host or driver/sim drivers, so that everything above the pools is
 // tested without GPUs. Devices never share memory: a pool's engine only ever maps its own
 // driver's chunks, which is what a CUDA device requires (physical memory of one GPU cannot back
-// virtual addresses accessed as another's local memory). Each Allocator is safe for concurrent
-// use, so one goroutine per rank may use its pool while others use theirs.
+// virtual addresses accessed as another's local memory). Each engine is safe for concurrent use,
+// so one goroutine per rank may use its pool while others use theirs.
+//
+// Pools holds engines, not memory.Allocators (the Gorgonia adapter), so that the package builds
+// with the `cuda` tag: package memory imports gorgonia.org/tensor, which pulls in gorgonia.org/cu
+// and cuBLAS headers under that tag. A Gorgonia executor wraps an engine with vm-style Get/Free
+// where it needs one (see dist/zero).
 //
 // Per-device statistics (Stats) are the engines' own; Summary aggregates them the way a
 // data-parallel job is judged: the largest per-device peak, since the fullest device decides

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/gmlake/gmlake/memory"
+	"io"
+
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -18,15 +19,16 @@ var ErrNoSuchDevice = errors.New("dist: no such device")
 // DriverFactory makes the driver of device ordinal. NewPools takes ownership of what it returns.
 type DriverFactory func(ordinal int) (stitch.Driver, error)
 
-// Pools is one gmlake allocator per device, indexed by device ordinal. The set is fixed at
-// construction; each Allocator is safe for concurrent use, and so are Pools' methods other than
-// Close.
+// Pools is one gmlake engine per device, indexed by device ordinal, each over its own driver. The
+// set is fixed at construction; each engine is safe for concurrent use, and so are Pools' methods
+// other than Close.
 type Pools struct {
-	pools []*memory.Allocator
-	log   *slog.Logger
+	pools   []*stitch.Engine
+	drivers []stitch.Driver
+	log     *slog.Logger
 }
 
-// NewPools makes devices allocators, the i-th over factory(i). On any failure it closes what it had
+// NewPools makes devices engines, the i-th over factory(i). On any failure it closes what it had
 // made and returns an error naming the device.
 func NewPools(devices int, factory DriverFactory, opts ...Option) (*Pools, error) {
 	if devices < 1 {
@@ -39,51 +41,65 @@ func NewPools(devices int, factory DriverFactory, opts ...Option) (*Pools, error
 	for _, o := range opts {
 		o(&cfg)
 	}
-	p := &Pools{pools: make([]*memory.Allocator, 0, devices), log: cfg.logger}
+	p := &Pools{log: cfg.logger}
 	for i := range devices {
-		a, err := newPool(i, factory, cfg)
+		e, d, err := newPool(i, factory, cfg)
 		if err != nil {
 			return nil, errors.Join(err, p.Close())
 		}
-		p.pools = append(p.pools, a)
+		p.pools, p.drivers = append(p.pools, e), append(p.drivers, d)
 	}
 	p.log.Debug("dist: pools ready", "devices", devices)
 	return p, nil
 }
 
-func newPool(ordinal int, factory DriverFactory, cfg config) (*memory.Allocator, error) {
+func newPool(ordinal int, factory DriverFactory, cfg config) (*stitch.Engine, stitch.Driver, error) {
 	d, err := factory(ordinal)
 	if err != nil {
-		return nil, fmt.Errorf("dist: driver of device %d: %w", ordinal, err)
+		return nil, nil, fmt.Errorf("dist: driver of device %d: %w", ordinal, err)
 	}
 	if d == nil {
-		return nil, fmt.Errorf("dist: driver factory returned nil for device %d", ordinal)
+		return nil, nil, fmt.Errorf("dist: driver factory returned nil for device %d", ordinal)
 	}
-	opts := []memory.Option{memory.WithLogger(cfg.logger.With("device", ordinal))}
-	if eo := cfg.engineOptions(ordinal); len(eo) > 0 {
-		opts = append(opts, memory.WithEngineOptions(eo...))
-	}
-	a, err := memory.NewAllocator(d, opts...)
+	opts := append([]stitch.Option{stitch.WithLogger(cfg.logger.With("device", ordinal))}, cfg.engineOptions(ordinal)...)
+	e, err := stitch.New(d, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("dist: pool of device %d: %w", ordinal, err)
+		return nil, nil, errors.Join(fmt.Errorf("dist: engine of device %d: %w", ordinal, err), closeDriver(d))
 	}
-	return a, nil
+	return e, d, nil
+}
+
+// closeDriver closes d when it is an io.Closer (driver/cuda and driver/host are).
+func closeDriver(d stitch.Driver) error {
+	if c, ok := d.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 // Len is the number of devices.
 func (p *Pools) Len() int { return len(p.pools) }
 
-// Device is the allocator of device ordinal, or an error wrapping ErrNoSuchDevice.
-func (p *Pools) Device(ordinal int) (*memory.Allocator, error) {
+// Device is the engine of device ordinal, or an error wrapping ErrNoSuchDevice.
+func (p *Pools) Device(ordinal int) (*stitch.Engine, error) {
 	if ordinal < 0 || ordinal >= len(p.pools) {
 		return nil, fmt.Errorf("%w: %d (have %d)", ErrNoSuchDevice, ordinal, len(p.pools))
 	}
 	return p.pools[ordinal], nil
 }
 
-// Stats are the allocators' statistics, indexed by device ordinal.
-func (p *Pools) Stats() []memory.Stats {
-	out := make([]memory.Stats, len(p.pools))
+// Driver is the driver under device ordinal's engine, or an error wrapping ErrNoSuchDevice; copies
+// and streams (driver/cuda) are the driver's business, not the engine's.
+func (p *Pools) Driver(ordinal int) (stitch.Driver, error) {
+	if ordinal < 0 || ordinal >= len(p.drivers) {
+		return nil, fmt.Errorf("%w: %d (have %d)", ErrNoSuchDevice, ordinal, len(p.drivers))
+	}
+	return p.drivers[ordinal], nil
+}
+
+// Stats are the engines' statistics, indexed by device ordinal.
+func (p *Pools) Stats() []stitch.Stats {
+	out := make([]stitch.Stats, len(p.pools))
 	for i, a := range p.pools {
 		out[i] = a.Stats()
 	}
@@ -112,14 +128,14 @@ func (p *Pools) EmptyCache() error {
 	return errors.Join(errs...)
 }
 
-// Close closes every allocator (and its driver), joining their errors.
+// Close closes every engine, then its driver when it is an io.Closer, joining their errors.
 func (p *Pools) Close() error {
 	var errs []error
-	for i, a := range p.pools {
-		if err := a.Close(); err != nil {
+	for i, e := range p.pools {
+		if err := errors.Join(e.Close(), closeDriver(p.drivers[i])); err != nil {
 			errs = append(errs, fmt.Errorf("device %d: %w", i, err))
 		}
 	}
-	p.pools = nil
+	p.pools, p.drivers = nil, nil
 	return errors.Join(errs...)
 }

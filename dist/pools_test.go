@@ -11,7 +11,6 @@ import (
 
 	"github.com/gmlake/gmlake/driver/host"
 	"github.com/gmlake/gmlake/driver/sim"
-	"github.com/gmlake/gmlake/memory"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -42,15 +41,15 @@ func TestPoolsKeepDevicesApart(t *testing.T) {
 	defer func() { assert.NoError(t, p.Close()) }()
 	require.Equal(t, 3, p.Len())
 
-	sizes := []int64{3 * mib, 10 * mib, 1 * mib}
+	sizes := []uint64{3 * mib, 10 * mib, 1 * mib}
 	for i, size := range sizes {
 		a, err := p.Device(i)
 		require.NoError(t, err)
-		_, err = a.Get(size)
+		_, err = a.Alloc(uint64(size), 0)
 		require.NoError(t, err)
 	}
 	for i, st := range p.Stats() {
-		assert.Equal(t, uint64(sizes[i]), st.LiveBytes, "device %d", i)
+		assert.Equal(t, sizes[i], st.LiveBytes, "device %d", i)
 		assert.Equal(t, 1, st.LiveBlocks, "device %d", i)
 		assert.Equal(t, f.drivers[i].Live().PhysicalBytes, st.ReservedBytes, "device %d holds only its own chunks", i)
 	}
@@ -118,13 +117,13 @@ func TestPoolsPerDeviceCapacity(t *testing.T) {
 	require.NoError(t, err)
 	big, err := p.Device(1)
 	require.NoError(t, err)
-	for _, a := range []*memory.Allocator{small, big} {
-		_, err = a.Get(6 * mib)
+	for _, e := range []*stitch.Engine{small, big} {
+		_, err = e.Alloc(6*mib, 0)
 		require.NoError(t, err)
 	}
-	_, err = small.Get(6 * mib)
+	_, err = small.Alloc(6*mib, 0)
 	assert.ErrorIs(t, err, stitch.ErrOutOfMemory, "device 0 holds 8 MiB")
-	_, err = big.Get(6 * mib)
+	_, err = big.Alloc(6*mib, 0)
 	assert.NoError(t, err, "device 1 holds 16 MiB")
 	assert.NoError(t, p.Check())
 }
@@ -167,12 +166,12 @@ func exerciseRank(p *Pools, dev, rounds int) error {
 		return err
 	}
 	for r := range rounds {
-		size := int64((r%7+1)*100_000 + dev*4096)
-		mem, err := a.Get(size)
+		size := uint64((r%7+1)*100_000 + dev*4096)
+		ptr, err := a.Alloc(size, 0)
 		if err != nil {
 			return err
 		}
-		buf := bytesAt(mem.Uintptr(), size)
+		buf := bytesAt(ptr, size)
 		for i := range buf {
 			buf[i] = byte(dev)
 		}
@@ -181,7 +180,7 @@ func exerciseRank(p *Pools, dev, rounds int) error {
 				return fmt.Errorf("round %d: byte %d is %d", r, i, b)
 			}
 		}
-		if err := a.Free(mem, size); err != nil {
+		if err := a.Free(ptr, size); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,6 @@
 package dist
 
-import "github.com/gmlake/gmlake/memory"
+import "github.com/gmlake/gmlake/stitch"
 
 // Summary condenses per-device statistics the way a data-parallel job is judged: the fullest
 // device decides whether the job fits, so peaks are maxima over devices; totals are sums.
@@ -15,7 +15,7 @@ type Summary struct {
 }
 
 // Summarize folds per-device statistics (as Pools.Stats returns them) into a Summary.
-func Summarize(stats []memory.Stats) Summary {
+func Summarize(stats []stitch.Stats) Summary {
 	s := Summary{Devices: len(stats)}
 	for _, st := range stats {
 		s.MaxPeakLiveBytes = max(s.MaxPeakLiveBytes, st.PeakLiveBytes)

@@ -1,0 +1,48 @@
+// Package nccl binds the NCCL calls a data-parallel trainer needs: unique ids and communicator
+// setup (ncclGetUniqueId, ncclCommInitRank, ncclCommInitAll, ncclCommDestroy), the collectives of
+// ZeRO-style training (ncclAllReduce, ncclReduceScatter, ncclAllGather), group calls and error
+// strings. Everything but this comment is behind the `cuda` build tag.
+//
+// # Loading
+//
+// NCCL is opened at run time with dlopen, never linked: its soname (libnccl.so.2) and location
+// differ between machines, and a binary linked against it would not even start where it is
+// missing. Open tries $GMLAKE_NCCL when set, else Candidates (libnccl.so.2 and libnccl.so on the
+// default path and under the usual CUDA folders). The driver library (libcuda.so.1, or
+// $GMLAKE_LIBCUDA) is opened too, for the two context calls that InitRank needs. Failing to open
+// either is an *OpenError wrapping ErrUnavailable, so callers fall back and tests skip on machines
+// without NCCL. No NCCL or CUDA header is needed to build: the few types used (ncclResult_t,
+// ncclComm_t, ncclUniqueId, the data type and reduction enums) are declared here with NCCL's ABI,
+// which has been stable across NCCL 2.x.
+//
+// The project's GPU packages have their own dlopen loader (gpu/internal/dl), but Go's internal
+// rule keeps it private to gpu/; this package's loader is the same few lines until that one moves
+// to a shared place.
+//
+// # NVLink multicast
+//
+// Open sets NCCL_NVLS_ENABLE=0 in the process environment before NCCL reads it, turning NVLink
+// SHARP / multicast off (it reserves large multicast buffers and needs fabric-manager support that
+// shared machines often lack). WithNVLS(true) leaves the variable alone.
+//
+// # Devices, threads and groups
+//
+// Addresses are device pointers as uintptrs (from a gmlake engine over driver/cuda, or from
+// cuMemAlloc) and streams are CUstreams as uintptrs; 0 is the default stream. InitAll creates one
+// communicator per listed device in one call (one process driving several GPUs, the natural shape
+// of a Go trainer). InitRank joins a communicator of nranks ranks as one of them, on the device
+// whose CUcontext is given (driver/cuda's Driver.Context), which it makes current for the call:
+// NCCL picks the device from the calling thread's current context. Without a group, InitRank
+// blocks until every rank has joined, so ranks call it from their own goroutines.
+//
+// NCCL's group state is per OS thread, and Go moves goroutines between threads: Group runs a
+// function between ncclGroupStart and ncclGroupEnd with the goroutine locked to its thread. Use it
+// to issue one collective per communicator from a single goroutine, as NCCL requires when one
+// thread drives several devices.
+//
+// # Errors
+//
+// A failed call is an *Error carrying the call's name, the ncclResult_t and NCCL's own message
+// (ncclGetErrorString); it wraps ErrNCCL and the sentinel of its result (ErrInvalidArgument,
+// ErrInvalidUsage, ErrSystem, ...), so errors.Is tests either.
+package nccl
