@@ -1,4 +1,4 @@
-//go:build cuda
+//go:build cuda || gmlakegpu
 
 package gpu
 
@@ -44,7 +44,7 @@ type Device struct {
 }
 
 // New opens GPU WithDevice (default 0) and prepares it: primary context, a stream, cuBLAS, NVRTC.
-// Without a usable GPU the error wraps cuda.ErrUnavailable; without cuBLAS or NVRTC it wraps
+// Without a usable GPU the error wraps ErrUnavailable; without cuBLAS or NVRTC it wraps
 // dl.ErrNotFound and names what was tried.
 func New(opts ...Option) (*Device, error) {
 	cfg := defaultConfig()

@@ -2,11 +2,16 @@
 // allocator: float32 tensors, the project's own CUDA kernels (elementwise ops with broadcasting,
 // reductions, softmax and causal softmax, LayerNorm/RMSNorm, GELU/SiLU/SwiGLU, RoPE, embedding
 // gather/scatter-add, fused softmax cross-entropy, AdamW with gradient-norm clipping), and matrix
-// products through cuBLAS. Everything but this doc comment is behind the `cuda` build tag.
+// products through cuBLAS. Everything but this doc comment is behind a build tag: `cuda` (the
+// project's CUDA tag, with driver/cuda) or `gmlakegpu`. The second exists because Gorgonia uses the
+// `cuda` tag for its own CUDA engine, which does not build here (cuDNN 8 headers): a binary that
+// runs Gorgonia graphs on the GPU (package gpu/graphexec) is built with -tags gmlakegpu, and then
+// this package must not depend on driver/cuda, so it opens the driver library itself.
 //
 // # Libraries, all opened at run time
 //
-// The driver (libcuda.so.1, override GMLAKE_LIBCUDA) is opened with dlopen as driver/cuda does, and
+// The driver (libcuda.so.1, override GMLAKE_LIBCUDA) is opened with dlopen as driver/cuda does
+// (its own copy of the loader, with gk_ names so that both link into one binary), and
 // gorgonia.org/cu is not imported: cu calls cuInit in its package init and exits the process when
 // that fails, so no binary importing it can start on a machine without a GPU, and its Function.Launch
 // copies every kernel argument as 8 bytes. cuBLAS (package gpu/cublas, GMLAKE_CUBLAS) and NVRTC

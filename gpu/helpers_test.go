@@ -1,4 +1,4 @@
-//go:build cuda
+//go:build cuda || gmlakegpu
 
 package gpu
 
@@ -10,8 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/gmlake/gmlake/driver/cuda"
 )
 
 // Tolerances of the GPU tests: elementwise results within tolElem of the float64 CPU reference,
@@ -25,7 +23,7 @@ const (
 func newDevice(t *testing.T, opts ...Option) *Device {
 	t.Helper()
 	n, err := DeviceCount()
-	if errors.Is(err, cuda.ErrUnavailable) || (err == nil && n == 0) {
+	if errors.Is(err, ErrUnavailable) || (err == nil && n == 0) {
 		t.Skipf("no GPU: %v", err)
 	}
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-//go:build cuda
+//go:build cuda || gmlakegpu
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 // cuda.h #defines some names to versioned ABI symbols (cuMemAlloc -> cuMemAlloc_v2); SYMBOL()
 // expands them so dlsym asks for what a program linked against these headers would.
 #define GK_FUNCS(X)                                                                             \
-	X(cuInit) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute)     \
+	X(cuInit) X(cuGetErrorName) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute)     \
 	X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent)                 \
 	X(cuCtxSetCurrent) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)             \
 	X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemAlloc) \
@@ -56,6 +56,7 @@ void gk_leave(CUcontext ctx, CUcontext prev) {
 	return r;
 
 CUresult gk_init(void) { return gk_cuInit(0); }
+CUresult gk_error_name(CUresult code, const char **name) { return gk_cuGetErrorName(code, name); }
 CUresult gk_device_count(int *count) { return gk_cuDeviceGetCount(count); }
 
 CUresult gk_device_info(int ordinal, char *name, int namelen, int *cc_major, int *cc_minor, int *sms) {

@@ -1,4 +1,4 @@
-//go:build cuda
+//go:build cuda || gmlakegpu
 
 // libcuda.h: the CUDA driver calls package gpu makes (modules, launches, streams, copies, pinned
 // host memory), from the driver library opened at run time with dlopen, as driver/cuda does for the
@@ -13,6 +13,7 @@
 
 int gk_load(const char *path, char *err, size_t errlen);
 CUresult gk_init(void);
+CUresult gk_error_name(CUresult code, const char **name);
 CUresult gk_device_count(int *count);
 CUresult gk_device_info(int ordinal, char *name, int namelen, int *cc_major, int *cc_minor, int *sms);
 CUresult gk_primary_retain(int ordinal, CUcontext *ctx);

@@ -138,7 +138,9 @@ var (
 	gorgoniaAdd = regexp.MustCompile(`^\+ (true|false)$`)
 )
 
-func fixed(d Desc) func([]string) (Desc, error) { return func([]string) (Desc, error) { return d, nil } }
+func fixed(d Desc) func([]string) (Desc, error) {
+	return func([]string) (Desc, error) { return d, nil }
+}
 
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s) // the patterns admit digits only
