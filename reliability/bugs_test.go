@@ -1,0 +1,76 @@
+package reliability
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gmlake/gmlake/driver/sim"
+	"github.com/gmlake/gmlake/stitch"
+)
+
+// Engine bugs this suite found, each with the smallest test that shows it. While a bug is present
+// its test skips with the bug's description (GMLAKE_STRICT=1 makes it fail instead), so that CI
+// stays green while the engine is fixed; once fixed the test passes and guards the fix.
+const (
+	bugDestroyEvent = "a failed DestroyEvent is dropped: the engine forgets the event (stitch.Engine.dropEvent sets " +
+		"b.event = 0 after logging), so the driver holds it forever; it should be kept and retried (as orphans are) at " +
+		"EmptyCache/Close"
+	bugCloseArenaFree = "a failed Free of the arena's virtual range in Close is returned but never retried: Close marks " +
+		"the engine closed, so the range leaks for good (a second Close says ErrClosed); it should be retried (or kept " +
+		"as an orphan and Close left callable)"
+)
+
+// knownBug skips t with bug's description, or fails it under GMLAKE_STRICT=1.
+func knownBug(t *testing.T, bug string, present bool) {
+	t.Helper()
+	if !present {
+		return
+	}
+	if strict() {
+		t.Fatalf("known engine bug: %s", bug)
+	}
+	t.Skipf("known engine bug: %s", bug)
+}
+
+// TestDestroyEventFailureLeaksNoEvent: two streams, a block freed on stream 1 records an event; the
+// request that reuses its bytes destroys the event, and that DestroyEvent fails once. After Close
+// the driver must hold no event.
+func TestDestroyEventFailureLeaksNoEvent(t *testing.T) {
+	h, err := NewHarness(Config{Capacity: 64 * simG})
+	require.NoError(t, err)
+	ops := []Op{
+		{Kind: OpAlloc, ID: 1, Size: simG, Stream: 1},
+		{Kind: OpFree, ID: 1},                          // records an event on stream 1
+		{Kind: OpAlloc, ID: 2, Size: simG, Stream: 1}, // exact reuse on its stream: destroys the event
+	}
+	for _, op := range ops[:2] {
+		require.NoError(t, h.Apply(op))
+	}
+	h.Driver.FailNth(stitch.CallDestroyEvent, 1, nil)
+	require.NoError(t, h.Apply(ops[2]), "a failed DestroyEvent is not the request's failure")
+	require.Equal(t, uint64(1), h.Driver.Calls()[stitch.CallDestroyEvent], "the fault was met")
+	require.NoError(t, h.Verify())
+	require.NoError(t, h.Apply(Op{Kind: OpFree, ID: 2}))
+	require.NoError(t, h.Apply(Op{Kind: OpEmptyCache}))
+	require.NoError(t, h.Close())
+	knownBug(t, bugDestroyEvent, h.Leaks() != nil)
+	require.NoError(t, h.Leaks())
+}
+
+// TestCloseRetriesArenaFree: the Free of the arena's range, the last driver call of Close, fails
+// once. Close may report it, but the driver must hold nothing afterwards, or a second Close must be
+// able to finish the job.
+func TestCloseRetriesArenaFree(t *testing.T) {
+	h, err := NewHarness(Config{Capacity: 64 * simG})
+	require.NoError(t, err)
+	require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: 1, Size: 3 * simG}))
+	h.Driver.FailNth(stitch.CallFree, 1, nil)
+	closeErr := h.Engine.Close()
+	require.ErrorIs(t, closeErr, sim.ErrInjected)
+	if h.Leaks() != nil {
+		_ = h.Engine.Close() // a second chance, if the engine offers one
+	}
+	knownBug(t, bugCloseArenaFree, h.Leaks() != nil)
+	require.NoError(t, h.Leaks())
+}

@@ -1,0 +1,91 @@
+package reliability
+
+import (
+	"github.com/gmlake/gmlake/stitch"
+	"github.com/gmlake/gmlake/trace"
+)
+
+// TracePrefix turns the first n allocation and free events of tr into Ops, then releases memory the
+// ways a training job does: EmptyCache, Reset, a second allocation of the first blocks (served from
+// what is cached), EmptyCache again. The harness's Close comes after.
+func TracePrefix(tr *trace.Trace, n int) []Op {
+	var ops []Op
+	var allocs []Op
+	for _, ev := range tr.Events {
+		if len(ops) == n {
+			break
+		}
+		switch ev.Kind {
+		case trace.Alloc:
+			op := Op{Kind: OpAlloc, ID: ev.ID, Size: ev.Size, Stream: stitch.Stream(ev.Stream)}
+			ops = append(ops, op)
+			allocs = append(allocs, op)
+		case trace.Free:
+			ops = append(ops, Op{Kind: OpFree, ID: ev.ID})
+		}
+	}
+	ops = append(ops, Op{Kind: OpEmptyCache}, Op{Kind: OpReset})
+	for _, a := range allocs[:min(len(allocs), 16)] {
+		ops = append(ops, a)
+	}
+	return append(ops, Op{Kind: OpEmptyCache})
+}
+
+// StitchHeavy is a synthetic workload for granularity g (the engine's default thresholds: small
+// below 1 MiB, stitch pieces of at least 1 MiB) that reaches every path of the engine: sixteen
+// one-chunk blocks from sixteen driver allocations, every other one freed so that an eight-chunk
+// request is stitched from eight pieces of eight allocations (eight Map calls); exact reuse of that
+// view; odd sizes that stitch with a head and a tail; the small pool; a second and a third stream
+// (events recorded at free, flushes that wait for them); growth combined with free memory;
+// EmptyCache with live blocks, Reset, and growth into the holes EmptyCache left.
+func StitchHeavy(g uint64) []Op {
+	var ops []Op
+	id := int64(0)
+	alloc := func(size uint64, s stitch.Stream) int64 {
+		id++
+		ops = append(ops, Op{Kind: OpAlloc, ID: id, Size: size, Stream: s})
+		return id
+	}
+	free := func(ids ...int64) {
+		for _, i := range ids {
+			ops = append(ops, Op{Kind: OpFree, ID: i})
+		}
+	}
+	var chunks []int64
+	for range 16 {
+		chunks = append(chunks, alloc(g, 0))
+	}
+	for i := 0; i < 16; i += 2 {
+		free(chunks[i])
+	}
+	big := alloc(8*g, 0) // eight pieces, eight maps
+	free(big)
+	big = alloc(8*g, 0) // exact reuse of the view
+	free(big)
+	part := alloc(3*g+512, 0) // a window of the cached view, or a new stitch
+	odd := alloc(g+g/2, 0)
+	free(part)
+	smalls := []int64{alloc(100, 0), alloc(4096, 0), alloc(700<<10, 0), alloc(512<<10, 0)}
+	free(smalls[1], smalls[0])
+	other := []int64{alloc(g/2, 1), alloc(2*g, 1), alloc(5*g+4096, 1)} // a second stream: events
+	free(other...)
+	free(odd)
+	again := []int64{alloc(2*g, 0), alloc(5*g+4096, 0), alloc(g/2, 0)} // wait for stream 1's events
+	third := alloc(3*g, 2)
+	free(third)
+	for i := 1; i < 16; i += 4 {
+		free(chunks[i])
+	}
+	grown := alloc(24*g+1, 0) // more than is free: new chunks stitched with free memory
+	ops = append(ops, Op{Kind: OpEmptyCache})
+	free(grown)
+	free(again...)
+	free(smalls[2], smalls[3])
+	ops = append(ops, Op{Kind: OpEmptyCache})
+	after := []int64{alloc(3*g, 0), alloc(g, 1), alloc(300<<10, 0)} // regrow into holes
+	free(after[1])
+	ops = append(ops, Op{Kind: OpReset})
+	last := alloc(4*g, 0)
+	free(last)
+	return append(ops, Op{Kind: OpEmptyCache})
+}
