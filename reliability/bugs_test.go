@@ -41,7 +41,7 @@ func TestDestroyEventFailureLeaksNoEvent(t *testing.T) {
 	require.NoError(t, err)
 	ops := []Op{
 		{Kind: OpAlloc, ID: 1, Size: simG, Stream: 1},
-		{Kind: OpFree, ID: 1},                          // records an event on stream 1
+		{Kind: OpFree, ID: 1},                         // records an event on stream 1
 		{Kind: OpAlloc, ID: 2, Size: simG, Stream: 1}, // exact reuse on its stream: destroys the event
 	}
 	for _, op := range ops[:2] {
