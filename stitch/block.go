@@ -19,7 +19,8 @@ type block struct {
 	kind   blockKind
 	live   bool
 	pos    uint64 // primitive: arena offset of the first byte
-	view   *view  // stitched: the view it is the prefix of
+	view   *view  // stitched: the view it is a window of
+	voff   uint64 // stitched: offset of the window in the view
 	page   *page  // small: the page holding it; large: the page it is, while the small pool holds it
 	stream Stream
 

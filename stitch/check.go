@@ -154,6 +154,7 @@ func (e *Engine) checkPhysical(c *checker) {
 		what string
 	}
 	var all []owned
+	users := map[*view]int{}
 	e.loose.byAddr.walk(func(s span) bool { all = append(all, owned{s, "loose"}); return true })
 	large := func(b *block, what string) {
 		switch b.kind {
@@ -163,14 +164,15 @@ func (e *Engine) checkPhysical(c *checker) {
 				c.fail("%s %#x: not at its arena offset %d", what, b.ptr, b.pos)
 			}
 		case stitched:
-			if b.view == nil || b.view.blk != b {
-				c.fail("%s %#x: stitched, but its view does not name it", what, b.ptr)
+			if b.view == nil || e.views[b.view.base] != b.view {
+				c.fail("%s %#x: stitched, but its view is unknown", what, b.ptr)
 				return
 			}
-			if b.size > b.view.cap || b.ptr != b.view.base+uintptr(b.view.head) {
-				c.fail("%s %#x: not a prefix of its view", what, b.ptr)
+			users[b.view]++
+			if b.voff+b.size > b.view.cap || b.ptr != b.view.base+uintptr(b.view.head+b.voff) {
+				c.fail("%s %#x: not a window of its view", what, b.ptr)
 			}
-			prefix(b.view, b.size, func(p span) bool { all = append(all, owned{p, what}); return true })
+			window(b.view, b.voff, b.size, func(p span) bool { all = append(all, owned{p, what}); return true })
 		}
 	}
 	for _, b := range e.blocks {
@@ -193,6 +195,11 @@ func (e *Engine) checkPhysical(c *checker) {
 				c.fail("%s %+v uses arena slot %d, which holds no chunk", o.what, o.s, ch)
 				break
 			}
+		}
+	}
+	for _, v := range e.views {
+		if users[v] != v.users {
+			c.fail("view %#x: %d blocks use it, count says %d", v.base, users[v], v.users)
 		}
 	}
 	present, holes := uint64(0), 0
@@ -227,7 +234,6 @@ func (e *Engine) checkPhysical(c *checker) {
 func (e *Engine) checkViews(c *checker) {
 	views := make([]int32, len(e.slots))
 	var bytes uint64
-	idle := 0
 	for base, v := range e.views {
 		bytes += v.vsize
 		if v.base != base || v.vsize != uint64(len(v.chunks))*e.g || len(v.pieces) == 0 {
@@ -252,11 +258,6 @@ func (e *Engine) checkViews(c *checker) {
 				views[ch]++
 			}
 		}
-		if v.blk == nil {
-			idle++
-		} else if v.blk.view != v || (v.blk.page == nil && e.blocks[v.blk.ptr] != v.blk) {
-			c.fail("view %#x: its block does not point back", base)
-		}
 	}
 	for i, n := range views {
 		if e.slots[i].views != n {
@@ -267,14 +268,14 @@ func (e *Engine) checkViews(c *checker) {
 		c.fail("views hold %d virtual bytes, count says %d", bytes, e.viewBytes)
 	}
 	n := 0
-	for v := e.idleOldest; v != nil; v = v.newer {
+	for v := e.viewOldest; v != nil; v = v.newer {
 		n++
-		if v.blk != nil || e.views[v.base] != v {
-			c.fail("idle list holds view %#x, which has a block or is unknown", v.base)
+		if e.views[v.base] != v || (v.newer == nil && e.viewNewest != v) {
+			c.fail("view list holds view %#x, which is unknown or misplaced", v.base)
 		}
 	}
-	if n != idle || n != e.idleCount {
-		c.fail("%d idle views, %d in the idle list, count %d", idle, n, e.idleCount)
+	if n != len(e.views) {
+		c.fail("%d views, %d in the view list", len(e.views), n)
 	}
 }
 

@@ -2,6 +2,7 @@ package stitch
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,7 +36,9 @@ type Engine struct {
 	orphanVirt   uint64 // same for virtual ranges
 
 	// Free memory and blocks.
-	loose       *freeSet           // loose arena ranges
+	loose       *freeSet // loose arena ranges
+	owners      tree     // arena ranges owned by large blocks (live, cached, pages), by address
+	flushBuf    []*block
 	blocks      map[uintptr]*block // live and cached blocks by pointer (not pages)
 	largeAge    ageList
 	smallAge    ageList
@@ -49,9 +52,8 @@ type Engine struct {
 	// Stitching (view.go).
 	views      map[uintptr]*view
 	viewBytes  uint64
-	idleOldest *view
-	idleNewest *view
-	idleCount  int
+	viewOldest *view // every view, least recently used first
+	viewNewest *view
 	candBuf    []candidate
 
 	// Small pool (small.go).
@@ -115,6 +117,7 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	e.arenaBase = base
 	e.allocs = make(map[PhysHandle]*physAlloc)
 	e.loose = newFreeSet()
+	e.owners.seed = 0x27d4eb2f
 	e.blocks = make(map[uintptr]*block)
 	e.hotLists = make(sizeLists)
 	e.otherLists = make(map[Stream]sizeLists)
@@ -231,6 +234,12 @@ func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
 	if b := e.carveLarge(r); b != nil {
 		return b, OutcomeSplit, nil
 	}
+	if v := e.matchView(r); v != nil {
+		return e.takeView(v, 0, r), OutcomeSplit, nil
+	}
+	if v, off := e.findWindow(r); v != nil {
+		return e.takeView(v, off, r), OutcomeSplit, nil
+	}
 	if e.flushUntil(&e.largeAge, r) {
 		if b := e.carveLarge(r); b != nil {
 			return b, OutcomeSplit, nil
@@ -244,19 +253,33 @@ func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
 			return b, OutcomeSplit, nil
 		}
 	}
-	if v := e.reuseView(r); v != nil {
-		return e.takeView(v, r), OutcomeSplit, nil
+	if v, off := e.findWindow(r); v != nil {
+		return e.takeView(v, off, r), OutcomeSplit, nil
 	}
 	out := OutcomeStitch
 	synced := false
 	for {
 		pieces, reach := e.stitchPlan(r)
 		if pieces != nil {
+			e.log.Debug("stitch: mapping free pieces under a new range", "bytes", r, "pieces", len(pieces),
+				"loose_bytes", e.loose.bytes, "loose_ranges", e.loose.len(), "views", len(e.views))
 			b, err := e.stitch(pieces, r)
 			if err != nil {
 				return nil, 0, err
 			}
 			return b, out, nil
+		}
+		if e.log.Enabled(context.Background(), slog.LevelDebug) {
+			var sliver uint64
+			e.loose.byAddr.walk(func(s span) bool {
+				if roundUp(s.start, e.g) > s.end/e.g*e.g {
+					sliver += s.size()
+				}
+				return true
+			})
+			e.log.Debug("stitch: growing", "bytes", r, "reach", reach, "loose_bytes", e.loose.bytes, "loose_ranges", e.loose.len(),
+				"inside_one_chunk", sliver, "small_free", e.smallFree.bytes, "small_cached", e.smallAge.bytes, "pages", len(e.pages),
+				"live", e.live, "reserved", e.reserved)
 		}
 		err := e.grow((r - reach + e.g - 1) / e.g)
 		if err != nil {
@@ -291,9 +314,11 @@ func (e *Engine) carveLarge(r uint64) *block {
 	if !ok {
 		return nil
 	}
-	e.loose.take(sp.start, sp.start+r)
+	pos := e.placement(sp, r)
+	e.loose.take(pos, pos+r)
 	b := e.newBlock()
-	b.kind, b.pos, b.size, b.ptr = primitive, sp.start, r, e.arenaBase+uintptr(sp.start)
+	b.kind, b.pos, b.size, b.ptr = primitive, pos, r, e.arenaBase+uintptr(pos)
+	e.owners.insertWith(span{start: pos, end: pos + r}, b)
 	return b
 }
 
@@ -347,15 +372,17 @@ func (e *Engine) flush(b *block) uint64 {
 // it returns the size of the largest loose range they joined.
 func (e *Engine) releaseLarge(b *block) uint64 {
 	if b.kind == primitive {
-		return e.loose.insert(span{start: b.pos, end: b.pos + b.size}).size()
+		s := span{start: b.pos, end: b.pos + b.size}
+		e.owners.remove(s)
+		return e.loose.insert(s).size()
 	}
 	var merged uint64
-	prefix(b.view, b.size, func(p span) bool {
+	window(b.view, b.voff, b.size, func(p span) bool {
+		e.owners.remove(p)
 		merged = max(merged, e.loose.insert(p).size())
 		return true
 	})
-	b.view.blk = nil
-	e.idlePush(b.view)
+	b.view.users--
 	return merged
 }
 
@@ -468,11 +495,8 @@ func (e *Engine) emptyCache() error {
 	e.releaseEmptyPages()
 	e.flushUntil(&e.largeAge, ^uint64(0))
 	var errs []error
-	for e.idleOldest != nil {
-		if err := e.unmapView(e.idleOldest); err != nil {
-			errs = append(errs, err)
-			break
-		}
+	if err := e.releaseIdleViews(); err != nil {
+		errs = append(errs, err)
 	}
 	for _, pa := range e.sortedAllocs() {
 		if e.releasable(pa) {
@@ -589,10 +613,10 @@ func (e *Engine) Close() error {
 	e.closed = true
 	e.arenaSize = 0
 	e.blocks, e.pages, e.views, e.allocs, e.slots = nil, nil, nil, nil, nil
-	e.loose, e.smallFree = newFreeSet(), newFreeSet()
+	e.loose, e.smallFree, e.owners = newFreeSet(), newFreeSet(), tree{}
 	e.largeAge, e.smallAge = ageList{}, ageList{}
 	e.hotLists, e.otherLists = nil, nil
-	e.idleOldest, e.idleNewest, e.idleCount, e.viewBytes = nil, nil, 0, 0
+	e.viewOldest, e.viewNewest, e.viewBytes = nil, nil, 0
 	e.live, e.liveBlocks = 0, 0
 	return errors.Join(errs...)
 }
@@ -608,4 +632,29 @@ func (e *Engine) Stats() Stats {
 		StitchedBlocks: len(e.views), CachedBlocks: e.largeAge.n + e.smallAge.n, SmallPages: len(e.pages),
 		Outcomes: e.outcomes, DriverCalls: e.drv.calls, RejectedFrees: e.rejected,
 	}
+}
+
+// partialLoss is how many bytes of free range s a stitch could not use if s were one of its middle
+// pieces: the parts of s in chunks it shares with other ranges.
+func (e *Engine) partialLoss(s span) uint64 {
+	if s.size() == 0 {
+		return 0
+	}
+	lo, hi := roundUp(s.start, e.g), s.end/e.g*e.g
+	if lo > hi {
+		return s.size()
+	}
+	return lo - s.start + s.end - hi
+}
+
+// placement chooses where in free range sp a block of r bytes goes: at its start or at its end,
+// whichever leaves the free remainder fewer bytes that a stitch could not use. (Ending the block on
+// a chunk boundary inside the range was tried too; on the shared traces it never won.)
+func (e *Engine) placement(sp span, r uint64) uint64 {
+	pos := sp.start
+	loss := e.partialLoss(span{start: sp.start + r, end: sp.end})
+	if e.partialLoss(span{start: sp.start, end: sp.end - r}) < loss {
+		pos = sp.end - r
+	}
+	return pos
 }

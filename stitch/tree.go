@@ -13,6 +13,7 @@ func (s span) size() uint64 { return s.end - s.start }
 // tnode is a node of a treap.
 type tnode struct {
 	s           span
+	b           *block // the block owning s, in the owner index; nil in free sets
 	prio        uint32
 	left, right *tnode
 }
@@ -53,8 +54,12 @@ func (t *tree) newNode(s span) *tnode {
 	return n
 }
 
-func (t *tree) insert(s span) {
-	t.root = t.ins(t.root, t.newNode(s))
+func (t *tree) insert(s span) { t.insertWith(s, nil) }
+
+func (t *tree) insertWith(s span, b *block) {
+	n := t.newNode(s)
+	n.b = b
+	t.root = t.ins(t.root, n)
 	t.n++
 }
 
@@ -102,7 +107,7 @@ func (t *tree) del(n *tnode, s span, found *bool) *tnode {
 	default:
 		*found = true
 		m := merge(n.left, n.right)
-		n.left, n.right = nil, t.spare
+		n.left, n.right, n.b = nil, t.spare, nil
 		t.spare = n
 		return m
 	}
@@ -124,8 +129,8 @@ func merge(a, b *tnode) *tnode {
 	return b
 }
 
-// ceil returns the smallest span not ordered before key.
-func (t *tree) ceil(key span) (span, bool) {
+// ceilNode returns the node of the smallest span not ordered before key, or nil.
+func (t *tree) ceilNode(key span) *tnode {
 	var best *tnode
 	for n := t.root; n != nil; {
 		if !t.less(n.s, key) {
@@ -134,14 +139,11 @@ func (t *tree) ceil(key span) (span, bool) {
 			n = n.right
 		}
 	}
-	if best == nil {
-		return span{}, false
-	}
-	return best.s, true
+	return best
 }
 
-// floor returns the largest span not ordered after key.
-func (t *tree) floor(key span) (span, bool) {
+// floorNode returns the node of the largest span not ordered after key, or nil.
+func (t *tree) floorNode(key span) *tnode {
 	var best *tnode
 	for n := t.root; n != nil; {
 		if !t.less(key, n.s) {
@@ -150,10 +152,39 @@ func (t *tree) floor(key span) (span, bool) {
 			n = n.left
 		}
 	}
-	if best == nil {
-		return span{}, false
+	return best
+}
+
+// ceil returns the smallest span not ordered before key.
+func (t *tree) ceil(key span) (span, bool) {
+	if n := t.ceilNode(key); n != nil {
+		return n.s, true
 	}
-	return best.s, true
+	return span{}, false
+}
+
+// floor returns the largest span not ordered after key.
+func (t *tree) floor(key span) (span, bool) {
+	if n := t.floorNode(key); n != nil {
+		return n.s, true
+	}
+	return span{}, false
+}
+
+// overlapping calls fn on the node of every span (of a tree ordered by address) that overlaps
+// [start, end), in order, until fn returns false; it reports whether fn never did.
+func (t *tree) overlapping(start, end uint64, fn func(*tnode) bool) bool {
+	n := t.floorNode(span{start: start})
+	if n == nil || n.s.end <= start {
+		n = t.ceilNode(span{start: start})
+	}
+	for n != nil && n.s.start < end {
+		if !fn(n) {
+			return false
+		}
+		n = t.ceilNode(span{start: n.s.end})
+	}
+	return true
 }
 
 // max returns the last span in order.

@@ -8,8 +8,8 @@ import (
 
 // view is a stitched virtual range: whole chunks mapped one after another so that its pieces (arena
 // ranges; only the first may start mid-chunk, only the last may end mid-chunk) read as one
-// contiguous range starting at base+head. At most one block (live or cached) uses it, as a prefix.
-// A view without a block waits in the idle LRU list for reuse or release.
+// contiguous range of cap bytes starting at base+head. Blocks (live or cached) use windows of it
+// whose bytes are disjoint; a view no block uses is idle and may be released.
 type view struct {
 	base   uintptr
 	vsize  uint64   // reserved and mapped bytes: len(chunks) * G
@@ -17,8 +17,8 @@ type view struct {
 	pieces []span   // arena ranges, in view order
 	chunks []uint64 // arena slot of each mapped chunk, in view order
 	cap    uint64   // sum of piece sizes: the largest block it can hold
-	blk    *block
-	older  *view // idle LRU, while blk == nil
+	users  int      // blocks using a window of it, live or cached
+	older  *view    // in the engine's view list, least recently used first
 	newer  *view
 }
 
@@ -71,6 +71,7 @@ func (e *Engine) mapView(pieces []span) (*view, error) {
 	}
 	e.views[base] = v
 	e.viewBytes += v.vsize
+	e.viewPush(v)
 	return v, nil
 }
 
@@ -101,7 +102,7 @@ func (e *Engine) unmapView(v *view) error {
 		e.orphanVirt += v.vsize
 		e.log.Error("stitch: free of stitched range failed; kept as orphan", "err", err)
 	}
-	e.idleUnlink(v)
+	e.viewUnlink(v)
 	for _, c := range v.chunks {
 		e.slots[c].views--
 	}
@@ -110,73 +111,163 @@ func (e *Engine) unmapView(v *view) error {
 	return nil
 }
 
-func (e *Engine) idlePush(v *view) {
-	v.older, v.newer = e.idleNewest, nil
-	if e.idleNewest != nil {
-		e.idleNewest.newer = v
+// viewPush makes v the most recently used view.
+func (e *Engine) viewPush(v *view) {
+	v.older, v.newer = e.viewNewest, nil
+	if e.viewNewest != nil {
+		e.viewNewest.newer = v
 	} else {
-		e.idleOldest = v
+		e.viewOldest = v
 	}
-	e.idleNewest = v
-	e.idleCount++
+	e.viewNewest = v
 }
 
-func (e *Engine) idleUnlink(v *view) {
+func (e *Engine) viewUnlink(v *view) {
 	if v.older != nil {
 		v.older.newer = v.newer
-	} else if e.idleOldest == v {
-		e.idleOldest = v.newer
 	} else {
-		return // not in the list
+		e.viewOldest = v.newer
 	}
 	if v.newer != nil {
 		v.newer.older = v.older
 	} else {
-		e.idleNewest = v.older
+		e.viewNewest = v.older
 	}
 	v.older, v.newer = nil, nil
-	e.idleCount--
 }
 
 // trimViews releases idle views, least recently used first, while over the budget.
 func (e *Engine) trimViews() {
-	for (len(e.views) > e.cfg.maxViews || e.viewBytes > e.cfg.maxViewBytes) && e.idleOldest != nil {
-		if err := e.unmapView(e.idleOldest); err != nil {
-			e.log.Warn("stitch: releasing a cached stitched range failed", "err", err)
+	for v := e.viewOldest; v != nil && (len(e.views) > e.cfg.maxViews || e.viewBytes > e.cfg.maxViewBytes); {
+		next := v.newer
+		if v.users == 0 {
+			if err := e.unmapView(v); err != nil {
+				e.log.Warn("stitch: releasing a cached stitched range failed", "err", err)
+				return
+			}
+		}
+		v = next
+	}
+}
+
+// releaseIdleViews releases every view no block uses; it returns the first error.
+func (e *Engine) releaseIdleViews() error {
+	for v := e.viewOldest; v != nil; {
+		next := v.newer
+		if v.users == 0 {
+			if err := e.unmapView(v); err != nil {
+				return err
+			}
+		}
+		v = next
+	}
+	return nil
+}
+
+// window calls fn on the pieces under bytes [off, off+size) of v, cut to them, until fn returns false.
+func window(v *view, off, size uint64, fn func(span) bool) {
+	end := off + size
+	at := uint64(0) // view offset of the current piece
+	for _, p := range v.pieces {
+		if at >= end {
 			return
 		}
+		next := at + p.size()
+		if next > off {
+			lo, hi := p.start+max(off, at)-at, p.end-(next-min(end, next))
+			if !fn(span{start: lo, end: hi}) {
+				return
+			}
+		}
+		at = next
 	}
 }
 
-// prefix calls fn on the pieces of v's first size bytes (the last one cut short).
-func prefix(v *view, size uint64, fn func(span) bool) bool {
-	for _, p := range v.pieces {
-		if size == 0 {
-			break
-		}
-		if p.size() > size {
-			p.end = p.start + size
-		}
-		size -= p.size()
-		if !fn(p) {
-			return false
-		}
-	}
-	return true
-}
-
-// reuseView finds the smallest idle view of at least r bytes whose first r bytes are all loose.
-func (e *Engine) reuseView(r uint64) *view {
+// matchView finds a view of r bytes or a little more (the stitched block an earlier request of
+// this size made, as GMLake's exact match of a stitched block) whose first r bytes no live block
+// uses, flushes the cached blocks there, and returns it; nil if there is none.
+func (e *Engine) matchView(r uint64) *view {
 	var best *view
-	for v := e.idleNewest; v != nil; v = v.older {
-		if v.cap < r || (best != nil && v.cap >= best.cap) {
+	for v := e.viewNewest; v != nil; v = v.older {
+		if v.cap < r || v.cap > r+r/4 || (best != nil && v.cap >= best.cap) {
 			continue
 		}
-		if prefix(v, r, func(p span) bool { _, ok := e.loose.containing(p.start, p.end); return ok }) {
+		ok := true
+		window(v, 0, r, func(p span) bool {
+			return e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
+				ok = !n.b.live && e.flushable(n.b)
+				return ok
+			})
+		})
+		if ok {
 			best = v
 		}
 	}
+	if best == nil {
+		return nil
+	}
+	flush := e.flushBuf[:0]
+	window(best, 0, r, func(p span) bool {
+		e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
+			if !slices.Contains(flush, n.b) {
+				flush = append(flush, n.b)
+			}
+			return true
+		})
+		return true
+	})
+	for _, b := range flush {
+		e.flush(b)
+	}
+	clear(flush)
+	e.flushBuf = flush[:0]
 	return best
+}
+
+// findWindow looks through every view for the smallest run of at least r contiguous loose bytes;
+// it returns the view and the run's offset in it, or nil.
+func (e *Engine) findWindow(r uint64) (*view, uint64) {
+	var best *view
+	var bestOff, bestLen uint64
+	for v := e.viewNewest; v != nil; v = v.older {
+		if v.cap < r {
+			continue
+		}
+		runOff, runLen := uint64(0), uint64(0)
+		consider := func() {
+			if runLen >= r && (best == nil || runLen < bestLen) {
+				best, bestOff, bestLen = v, runOff, runLen
+			}
+		}
+		at := uint64(0) // view offset of the current piece
+		for _, p := range v.pieces {
+			open := runLen > 0 && runOff+runLen == at // the run reaches the start of this piece
+			s, ok := e.loose.byAddr.floor(span{start: p.start})
+			if !ok || s.end <= p.start {
+				s, ok = e.loose.byAddr.ceil(span{start: p.start})
+			}
+			for ok && s.start < p.end {
+				fs, fe := max(s.start, p.start), min(s.end, p.end)
+				if fs == p.start && open {
+					runLen += fe - fs
+				} else {
+					consider()
+					runOff, runLen = at+fs-p.start, fe-fs
+				}
+				open = false
+				if fe == p.end {
+					break
+				}
+				s, ok = e.loose.byAddr.ceil(span{start: s.end})
+			}
+			at += p.size()
+		}
+		consider()
+		if best != nil && bestLen == r {
+			break
+		}
+	}
+	return best, bestOff
 }
 
 // candidate is a loose range considered for stitching: head is its part before the first chunk
@@ -282,23 +373,25 @@ func (e *Engine) stitch(pieces []span, r uint64) (*block, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := e.takeView(v, r)
+	b := e.takeView(v, 0, r)
 	e.trimViews()
 	return b, nil
 }
 
-// takeView makes the first r bytes of view v (all loose) a stitched block.
-func (e *Engine) takeView(v *view, r uint64) *block {
-	e.idleUnlink(v)
-	prefix(v, r, func(p span) bool {
+// takeView makes bytes [off, off+r) of view v (all loose) a stitched block.
+func (e *Engine) takeView(v *view, off, r uint64) *block {
+	b := e.newBlock()
+	window(v, off, r, func(p span) bool {
 		if !e.loose.take(p.start, p.end) {
 			panic("stitch: view piece not free")
 		}
+		e.owners.insertWith(p, b)
 		return true
 	})
-	b := e.newBlock()
-	b.kind, b.view, b.size, b.ptr = stitched, v, r, v.base+uintptr(v.head)
-	v.blk = b
+	b.kind, b.view, b.voff, b.size, b.ptr = stitched, v, off, r, v.base+uintptr(v.head+off)
+	v.users++
+	e.viewUnlink(v)
+	e.viewPush(v)
 	return b
 }
 

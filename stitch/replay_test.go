@@ -1,0 +1,263 @@
+package stitch_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gmlake/gmlake/driver/sim"
+	"github.com/gmlake/gmlake/stitch"
+	"github.com/gmlake/gmlake/trace"
+)
+
+// tracesDir is where the shared traces are: $GMLAKE_TRACES, or ../shared/traces beside the repository.
+func tracesDir(t testing.TB) string {
+	dir := os.Getenv("GMLAKE_TRACES")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "shared", "traces")
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("no traces at %s", dir)
+	}
+	return dir
+}
+
+func loadTrace(t testing.TB, name string) *trace.Trace {
+	tr, err := trace.ReadFile(filepath.Join(tracesDir(t), name))
+	require.NoError(t, err)
+	return tr
+}
+
+// replayResult is what one replay of a trace measured.
+type replayResult struct {
+	peakLive, peakReserved uint64
+	callsPerIter           []uint64 // driver calls made during each iteration (index = iteration)
+	stats                  stitch.Stats
+	oom                    error
+}
+
+// replay runs tr through a fresh engine over a simulated driver of the given capacity (0: 1 TiB).
+// check > 0 runs Check every check events.
+func replay(tb testing.TB, tr *trace.Trace, capacity uint64, check int) replayResult {
+	var simOpts []sim.Option
+	var opts []stitch.Option
+	if capacity > 0 {
+		simOpts = append(simOpts, sim.WithCapacity(capacity))
+		opts = append(opts, stitch.WithCapacity(capacity))
+	}
+	d := sim.New(simOpts...)
+	e, err := stitch.New(d, opts...)
+	require.NoError(tb, err)
+	defer func() { require.NoError(tb, e.Close()) }()
+
+	type alloc struct {
+		ptr  uintptr
+		size uint64
+	}
+	live := make(map[int64]alloc, 1<<12)
+	var res replayResult
+	iter, mark := -1, d.TotalCalls()
+	endIter := func() {
+		if iter >= 0 {
+			res.callsPerIter = append(res.callsPerIter, d.TotalCalls()-mark)
+		}
+		mark = d.TotalCalls()
+	}
+	for i, ev := range tr.Events {
+		switch ev.Kind {
+		case trace.Alloc:
+			p, err := e.Alloc(ev.Size, stitch.Stream(ev.Stream))
+			if err != nil {
+				res.oom = fmt.Errorf("event %d (alloc %d of %d bytes): %w", i, ev.ID, ev.Size, err)
+				res.stats = e.Stats()
+				return res
+			}
+			live[ev.ID] = alloc{p, ev.Size}
+		case trace.Free:
+			a, ok := live[ev.ID]
+			require.True(tb, ok, "trace frees unknown id %d", ev.ID)
+			require.NoError(tb, e.Free(a.ptr, a.size))
+			delete(live, ev.ID)
+		case trace.Iter:
+			endIter()
+			iter = int(ev.ID)
+		}
+		if check > 0 && i%check == 0 {
+			require.NoError(tb, e.Check(), "after event %d", i)
+		}
+	}
+	endIter()
+	require.NoError(tb, e.Check())
+	res.stats = e.Stats()
+	res.peakLive, res.peakReserved = res.stats.PeakLiveBytes, res.stats.PeakReservedBytes
+	return res
+}
+
+// periodic builds a trace that repeats iteration k of tr n times: the allocation script of a
+// training loop whose shapes do not change. Blocks the iteration frees but did not allocate are
+// allocated at the start of each repetition; blocks it allocates but does not free are freed at its
+// end. Blocks live through the whole iteration (weights) are allocated once, first.
+func periodic(tr *trace.Trace, k, n int) *trace.Trace {
+	idx := tr.Iterations()
+	start, end := idx[k], len(tr.Events)
+	if k+1 < len(idx) {
+		end = idx[k+1]
+	}
+	body := tr.Events[start+1 : end]
+	sizes := map[int64]uint64{}
+	live := map[int64]bool{}
+	for _, ev := range tr.Events[:start] {
+		switch ev.Kind {
+		case trace.Alloc:
+			sizes[ev.ID], live[ev.ID] = ev.Size, true
+		case trace.Free:
+			delete(live, ev.ID)
+		}
+	}
+	inBody := map[int64]bool{}
+	var carriedIn []int64 // freed in the body, allocated before it
+	for _, ev := range body {
+		switch ev.Kind {
+		case trace.Alloc:
+			sizes[ev.ID], inBody[ev.ID] = ev.Size, true
+		case trace.Free:
+			if !inBody[ev.ID] {
+				carriedIn = append(carriedIn, ev.ID)
+				delete(live, ev.ID)
+			} else {
+				delete(inBody, ev.ID)
+			}
+		}
+	}
+	out := &trace.Trace{Name: fmt.Sprintf("%s-iter%d-x%d", tr.Name, k, n)}
+	for id := range live { // resident through the iteration
+		out.Events = append(out.Events, trace.Event{Kind: trace.Alloc, ID: id, Size: sizes[id]})
+	}
+	const stride = int64(1) << 40
+	for r := 1; r <= n; r++ {
+		off := int64(r) * stride
+		out.Events = append(out.Events, trace.Event{Kind: trace.Iter, ID: int64(r - 1)})
+		for _, id := range carriedIn {
+			out.Events = append(out.Events, trace.Event{Kind: trace.Alloc, ID: id + off, Size: sizes[id]})
+		}
+		for _, ev := range body {
+			ev.ID += off
+			out.Events = append(out.Events, ev)
+		}
+		for _, ev := range body {
+			if ev.Kind == trace.Alloc && inBody[ev.ID] {
+				out.Events = append(out.Events, trace.Event{Kind: trace.Free, ID: ev.ID + off})
+			}
+		}
+	}
+	return out
+}
+
+// iterationPeaks returns the peak live bytes of each iteration of tr.
+func iterationPeaks(tr *trace.Trace) []uint64 {
+	var peaks []uint64
+	sizes := map[int64]uint64{}
+	var live uint64
+	for _, ev := range tr.Events {
+		switch ev.Kind {
+		case trace.Iter:
+			peaks = append(peaks, live)
+		case trace.Alloc:
+			sizes[ev.ID] = ev.Size
+			live += ev.Size
+		case trace.Free:
+			live -= sizes[ev.ID]
+		}
+		if n := len(peaks); n > 0 {
+			peaks[n-1] = max(peaks[n-1], live)
+		}
+	}
+	return peaks
+}
+
+// TestSteadyStateNoDriverCalls replays two real fine-tuning traces: after two warm-up iterations,
+// an iteration whose live bytes never exceed what an earlier iteration reached makes no driver
+// call at all. (An iteration that needs more memory than ever before must get it from the driver.)
+func TestSteadyStateNoDriverCalls(t *testing.T) {
+	for _, name := range []string{"llama7b-lora-ckpt-off.trace.gz", "neox20b-lora-ckpt.trace.gz"} {
+		t.Run(name, func(t *testing.T) {
+			tr := loadTrace(t, name)
+			res := replay(t, tr, 0, 0)
+			require.NoError(t, res.oom)
+			peaks := iterationPeaks(tr)
+			require.Len(t, res.callsPerIter, len(peaks))
+			t.Logf("driver calls per iteration %v, peaks %v", res.callsPerIter, peaks)
+			checked := 0
+			for i := 2; i < len(peaks); i++ {
+				if slices.Max(peaks[:i]) >= peaks[i] {
+					assert.Zero(t, res.callsPerIter[i], "iteration %d", i)
+					checked++
+				}
+			}
+			assert.GreaterOrEqual(t, checked, 3)
+		})
+	}
+}
+
+// TestReplayTraces replays every shared trace uncapped with Check at intervals.
+func TestReplayTraces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	dir := tracesDir(t)
+	names, _ := filepath.Glob(filepath.Join(dir, "*.trace.gz"))
+	require.NotEmpty(t, names)
+	for _, path := range names {
+		name := filepath.Base(path)
+		t.Run(name, func(t *testing.T) {
+			tr := loadTrace(t, name)
+			res := replay(t, tr, 0, 5000)
+			require.NoError(t, res.oom)
+			assert.Less(t, res.stats.Fragmentation(), 0.05)
+		})
+	}
+}
+
+// TestMeasure prints, per trace, minimum capacity / peak live (bisected to one chunk), uncapped
+// fragmentation and driver calls per iteration. GMLAKE_MEASURE=1 turns it on.
+func TestMeasure(t *testing.T) {
+	if os.Getenv("GMLAKE_MEASURE") == "" {
+		t.Skip("set GMLAKE_MEASURE=1")
+	}
+	dir := tracesDir(t)
+	names, _ := filepath.Glob(filepath.Join(dir, "*.trace.gz"))
+	if only := os.Getenv("GMLAKE_TRACE"); only != "" {
+		names = []string{filepath.Join(dir, only)}
+	}
+	const g = sim.DefaultGranularity
+	for _, path := range names {
+		tr := loadTrace(t, filepath.Base(path))
+		free := replay(t, tr, 0, 0)
+		require.NoError(t, free.oom)
+		lo := free.peakLive / g * g // fails (or is exact)
+		hi := free.peakReserved + 64*g
+		for replay(t, tr, hi, 0).oom != nil {
+			hi *= 2
+		}
+		for hi-lo > g {
+			mid := (lo + hi) / 2 / g * g
+			if r := replay(t, tr, mid, 0); r.oom != nil {
+				var oom *stitch.OutOfMemoryError
+				require.True(t, errors.As(r.oom, &oom), "%v", r.oom)
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		rep := replay(t, periodic(tr, 2, 8), 0, 0)
+		t.Logf("%-42s live %6.2f GiB  cap/live %.4f  frag %.4f  calls/iter %v  outcomes %v  periodic(iter 2 ×8) calls/iter %v",
+			filepath.Base(path), float64(free.peakLive)/(1<<30), float64(hi)/float64(free.peakLive),
+			free.stats.Fragmentation(), free.callsPerIter, free.stats.Outcomes, rep.callsPerIter)
+	}
+}
