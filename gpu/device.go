@@ -40,6 +40,7 @@ type Device struct {
 	functions map[string]uintptr // kernel name -> CUfunction
 	kernelSrc map[string]string  // kernel name -> source name
 	partials  *Tensor            // scratch for two-pass reductions (SumSquares)
+	mem       MemoryStats
 	closed    bool
 }
 
@@ -68,7 +69,7 @@ func New(opts ...Option) (*Device, error) {
 	}
 	var s C.uintptr_t
 	if err := check("cuStreamCreate", C.gk_stream_create(d.ctx, &s)); err != nil {
-		d.release()
+		d.releaseContext()
 		return nil, err
 	}
 	d.stream = uintptr(s)
@@ -78,11 +79,11 @@ func New(opts ...Option) (*Device, error) {
 	}
 	var err error
 	if d.compiler, err = nvrtc.Open(); err != nil {
-		d.release()
+		d.releaseContext()
 		return nil, err
 	}
 	if err = d.openBLAS(); err != nil {
-		d.release()
+		d.releaseContext()
 		return nil, err
 	}
 	d.log.Info("gpu: opened", "device", d.name, "arch", d.Arch(), "nvrtc", d.compiler.Path())
@@ -155,12 +156,12 @@ func (d *Device) Close() error {
 	for _, m := range d.modules {
 		err = errors.Join(err, check("cuModuleUnload", C.gk_module_unload(d.ctx, C.uintptr_t(m))))
 	}
-	d.release()
+	d.releaseContext()
 	d.closed = true
 	return err
 }
 
-func (d *Device) release() {
+func (d *Device) releaseContext() {
 	if d.stream != 0 {
 		C.gk_stream_destroy(d.ctx, C.uintptr_t(d.stream))
 		d.stream = 0

@@ -31,7 +31,7 @@ func (d *Device) NewIds(ids []int32, limit int32, allowed ...int32) (*Ids, error
 		}
 	}
 	bytes := uint64(max(len(ids), 1)) * 4
-	ptr, err := d.alloc.Alloc(bytes, d.Stream())
+	ptr, err := d.allocate(bytes)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (v *Ids) Free() error {
 	if v.ptr == 0 {
 		return nil
 	}
-	err := v.dev.alloc.Free(v.ptr, v.bytes)
+	err := v.dev.release(v.ptr, v.bytes)
 	v.ptr = 0
 	return err
 }

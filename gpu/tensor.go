@@ -43,7 +43,7 @@ func (d *Device) NewTensor(shape ...int) (*Tensor, error) {
 		n *= s
 	}
 	bytes := uint64(max(n, 1)) * 4
-	ptr, err := d.alloc.Alloc(bytes, d.Stream())
+	ptr, err := d.allocate(bytes)
 	if err != nil {
 		return nil, fmt.Errorf("gpu: allocating %v (%d bytes): %w", shape, bytes, err)
 	}
@@ -82,7 +82,7 @@ func (t *Tensor) Free() error {
 	if t.bytes == 0 || t.ptr == 0 {
 		return nil
 	}
-	err := t.dev.alloc.Free(t.ptr, t.bytes)
+	err := t.dev.release(t.ptr, t.bytes)
 	t.ptr, t.bytes = 0, 0
 	return err
 }
