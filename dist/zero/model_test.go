@@ -37,7 +37,9 @@ func (a engineAllocator) Get(size int64) (tensor.Memory, error) {
 	return engineMemory{addr: p, size: uintptr(size)}, nil
 }
 
-func (a engineAllocator) Free(m tensor.Memory, size int64) error { return a.e.Free(m.Uintptr(), uint64(size)) }
+func (a engineAllocator) Free(m tensor.Memory, size int64) error {
+	return a.e.Free(m.Uintptr(), uint64(size))
+}
 
 // replica is one data-parallel rank: a graph over its micro-batch whose weights are views into
 // the group's flat parameter buffer of that rank, and a machine on the rank's own pool.
