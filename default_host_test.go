@@ -18,3 +18,8 @@ func TestDefaultDriverIsHost(t *testing.T) {
 	assert.IsType(t, &host.Driver{}, a.Driver())
 	assert.Equal(t, uint64(host.DefaultGranularity), a.Granularity())
 }
+
+func TestDefaultDriverRejectsBadGranularity(t *testing.T) {
+	_, err := NewAllocator(WithGranularity(1000))
+	assert.ErrorIs(t, err, host.ErrBadOption)
+}

@@ -7,10 +7,11 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/gmlake/gmlake"
+	"github.com/gmlake/gmlake/driver/host"
 )
 
-// An allocator with Gorgonia's cuda.Arena method set. Without -tags cuda it allocates real host
-// memory through the host driver.
+// An allocator with Gorgonia's cuda.Arena method set, on the default driver: GPU memory in a
+// -tags cuda build on a machine with a GPU, real host memory otherwise.
 func ExampleNewAllocator() {
 	a, err := gmlake.NewAllocator(gmlake.WithCapacity(64 << 20))
 	if err != nil {
@@ -30,9 +31,14 @@ func ExampleNewAllocator() {
 	// live bytes: 0 check: <nil>
 }
 
-// Tensors whose memory comes from gmlake; results of arithmetic on them do too.
+// Tensors whose memory comes from gmlake; results of arithmetic on them do too. The tensor engine
+// computes on the CPU, so it needs host memory: the host driver.
 func ExampleNewEngine() {
-	e, err := gmlake.NewEngine(gmlake.WithCapacity(64 << 20))
+	d, err := host.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	e, err := gmlake.NewEngine(gmlake.WithDriver(d), gmlake.WithCapacity(64<<20))
 	if err != nil {
 		log.Fatal(err)
 	}
