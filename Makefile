@@ -15,7 +15,7 @@ race:
 
 # Each fuzz target runs briefly; `make fuzz-long` (reliability) runs them for real.
 fuzz-short:
-	@true
+	$(GO) test -run=NONE -fuzz=FuzzEngine -fuzztime=$(FUZZTIME) ./stitch
 
 # ---- Benchmarks: every trace in $(TRACES) through every allocator (simulated devices), minimum
 # capacity included; prints a table and writes bench/RESULTS.md with PyTorch's figures beside ours.
@@ -51,6 +51,7 @@ build-cuda: cuda-headers
 	$(CUDA_ENV) $(GO) build -tags cuda $(CUDA_PKGS)
 	mkdir -p $(GPU_DIR)
 	$(CUDA_ENV) $(GO) test -c -tags cuda -o $(GPU_DIR)/cuda.test ./driver/cuda
+	$(CUDA_ENV) $(GO) test -c -tags cuda -o $(GPU_DIR)/gmlake.test .
 	$(CUDA_ENV) $(GO) build -tags cuda -o $(GPU_DIR)/gpu-replay ./bench/cmd/gpu-replay
 	$(CUDA_ENV) $(GO) test -tags cuda -race -count=1 $(CUDA_PKGS)
 

@@ -504,3 +504,47 @@ func (d *Driver) MemInfo() (free, total uint64, err error) {
 	}
 	return d.capacity - d.physical, d.capacity, nil
 }
+
+// PhysRange is a byte range of one physical allocation.
+type PhysRange struct {
+	Handle stitch.PhysHandle
+	Offset uint64
+	Size   uint64
+}
+
+// Resolve returns the physical bytes behind [addr, addr+size), in order, or an error if any byte is
+// not mapped with access set. Tests use it to prove that live blocks never share physical bytes.
+func (d *Driver) Resolve(addr uintptr, size uint64) ([]PhysRange, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	i := d.rangeIndex(addr)
+	if i < 0 {
+		return nil, fmt.Errorf("%w: resolve %#x", ErrOutOfRange, addr)
+	}
+	r := d.ranges[i]
+	off, end := uint64(addr-r.base), uint64(addr-r.base)+size
+	if end > r.size {
+		return nil, fmt.Errorf("%w: resolve [%#x, +%d) past its range", ErrOutOfRange, addr, size)
+	}
+	var out []PhysRange
+	at := off
+	j := sort.Search(len(r.maps), func(j int) bool { return r.maps[j].off+r.maps[j].size > off })
+	for ; j < len(r.maps) && at < end; j++ {
+		m := r.maps[j]
+		if m.off > at || !m.access {
+			break
+		}
+		n := min(end, m.off+m.size) - at
+		pr := PhysRange{Handle: m.h, Offset: m.hoff + at - m.off, Size: n}
+		if k := len(out) - 1; k >= 0 && out[k].Handle == pr.Handle && out[k].Offset+out[k].Size == pr.Offset {
+			out[k].Size += n
+		} else {
+			out = append(out, pr)
+		}
+		at += n
+	}
+	if at < end {
+		return nil, fmt.Errorf("%w: byte %#x not mapped with access", ErrNotMapped, r.base+uintptr(at))
+	}
+	return out, nil
+}

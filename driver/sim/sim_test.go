@@ -165,3 +165,18 @@ func TestAddressesNeverReused(t *testing.T) {
 		require.NoError(t, d.Free(a, g))
 	}
 }
+
+func TestResolve(t *testing.T) {
+	d := sim.New()
+	h1, _ := d.Create(2 * g)
+	h2, _ := d.Create(2 * g)
+	base, _ := d.Reserve(3 * g)
+	require.NoError(t, d.Map(base, g, h1, g))
+	require.NoError(t, d.Map(base+g, 2*g, h2, 0))
+	_, err := d.Resolve(base, g)
+	assert.ErrorIs(t, err, sim.ErrNotMapped, "no access set yet")
+	require.NoError(t, d.SetAccess(base, 3*g))
+	got, err := d.Resolve(base+g/2, 2*g)
+	require.NoError(t, err)
+	assert.Equal(t, []sim.PhysRange{{Handle: h1, Offset: g + g/2, Size: g / 2}, {Handle: h2, Offset: 0, Size: 3 * g / 2}}, got)
+}
