@@ -1,7 +1,9 @@
 package memory
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -200,4 +202,20 @@ func TestAllocatorOverSimDriver(t *testing.T) {
 	require.NoError(t, a.Free(m, 5<<20))
 	_, err = NewEngine(a)
 	assert.True(t, errors.Is(err, ErrNotHostAccessible), "%v", err)
+}
+
+func TestPutRejectionIsLogged(t *testing.T) {
+	var logged bytes.Buffer
+	d, err := host.New(host.WithGranularity(g))
+	require.NoError(t, err)
+	a, err := NewAllocator(d, WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, a.Close()) }()
+	m, err := a.Get(g)
+	require.NoError(t, err)
+	a.Put(m, g)
+	assert.NotContains(t, logged.String(), "put rejected")
+	a.Put(m, g)
+	assert.Contains(t, logged.String(), "put rejected")
+	assert.Contains(t, logged.String(), "double free")
 }

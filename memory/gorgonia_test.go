@@ -29,6 +29,7 @@ func smallGraph(t *testing.T) (g *G.ExprGraph, loss, w *G.Node) {
 // them; what reaches Alloc are the outputs of ops that clone their input (here Tanh, Sigmoid,
 // Square and their gradients). Nothing ever calls Free: ResetAllocator reclaims the memory.
 func TestTapeMachineRunsOnGmlake(t *testing.T) {
+	var graphBytes uintptr // bytes of every node's value and gradient, wherever they live
 	run := func(opts ...G.VMOpt) (float32, []float32) {
 		g, loss, w := smallGraph(t)
 		m := G.NewTapeMachine(g, opts...)
@@ -36,6 +37,15 @@ func TestTapeMachineRunsOnGmlake(t *testing.T) {
 		require.NoError(t, m.RunAll())
 		grad, err := w.Grad()
 		require.NoError(t, err)
+		graphBytes = 0
+		for _, n := range g.AllNodes() {
+			if v := n.Value(); v != nil {
+				graphBytes += v.MemSize()
+			}
+			if d, err := n.Grad(); err == nil && d != nil {
+				graphBytes += d.MemSize()
+			}
+		}
 		return loss.Value().Data().(float32), append([]float32(nil), grad.Data().([]float32)...)
 	}
 	wantLoss, wantGrad := run()
@@ -49,7 +59,8 @@ func TestTapeMachineRunsOnGmlake(t *testing.T) {
 	assert.Equal(t, wantGrad, gotGrad)
 	assert.Greater(t, after.LiveBlocks, before.LiveBlocks, "some buffers came from gmlake")
 	assert.Greater(t, after.LiveBytes, before.LiveBytes)
-	t.Logf("gmlake served %d blocks, %d bytes", after.LiveBlocks-before.LiveBlocks, after.LiveBytes-before.LiveBytes)
+	t.Logf("gmlake served %d blocks, %d bytes; the graph's values and gradients hold %d bytes",
+		after.LiveBlocks-before.LiveBlocks, after.LiveBytes-before.LiveBytes, graphBytes)
 
 	e.Allocator().ResetAllocator()
 	assert.Zero(t, e.Allocator().Stats().LiveBytes)
