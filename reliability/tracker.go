@@ -27,8 +27,9 @@ type PhysRange struct {
 type Tracker struct {
 	inner stitch.Driver
 
-	mu     sync.Mutex
-	ranges []*trackedRange // sorted by base
+	mu       sync.Mutex
+	ranges   []*trackedRange // sorted by base
+	failures []string        // failed calls since the last TakeFailures
 }
 
 type trackedRange struct {
@@ -69,16 +70,19 @@ func (t *Tracker) HostAccessible() bool {
 func (t *Tracker) Granularity() uint64 { return t.inner.Granularity() }
 
 // Create implements stitch.Driver.
-func (t *Tracker) Create(size uint64) (stitch.PhysHandle, error) { return t.inner.Create(size) }
+func (t *Tracker) Create(size uint64) (stitch.PhysHandle, error) {
+	h, err := t.inner.Create(size)
+	return h, t.failed(err)
+}
 
 // Release implements stitch.Driver.
-func (t *Tracker) Release(h stitch.PhysHandle) error { return t.inner.Release(h) }
+func (t *Tracker) Release(h stitch.PhysHandle) error { return t.failed(t.inner.Release(h)) }
 
 // Reserve implements stitch.Driver.
 func (t *Tracker) Reserve(size uint64) (uintptr, error) {
 	base, err := t.inner.Reserve(size)
 	if err != nil {
-		return base, err
+		return base, t.failed(err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -90,7 +94,7 @@ func (t *Tracker) Reserve(size uint64) (uintptr, error) {
 // Free implements stitch.Driver.
 func (t *Tracker) Free(addr uintptr, size uint64) error {
 	if err := t.inner.Free(addr, size); err != nil {
-		return err
+		return t.failed(err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -103,7 +107,7 @@ func (t *Tracker) Free(addr uintptr, size uint64) error {
 // Map implements stitch.Driver.
 func (t *Tracker) Map(addr uintptr, size uint64, h stitch.PhysHandle, offset uint64) error {
 	if err := t.inner.Map(addr, size, h, offset); err != nil {
-		return err
+		return t.failed(err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -121,7 +125,7 @@ func (t *Tracker) Map(addr uintptr, size uint64, h stitch.PhysHandle, offset uin
 // Unmap implements stitch.Driver.
 func (t *Tracker) Unmap(addr uintptr, size uint64) error {
 	if err := t.inner.Unmap(addr, size); err != nil {
-		return err
+		return t.failed(err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -134,22 +138,49 @@ func (t *Tracker) Unmap(addr uintptr, size uint64) error {
 }
 
 // SetAccess implements stitch.Driver.
-func (t *Tracker) SetAccess(addr uintptr, size uint64) error { return t.inner.SetAccess(addr, size) }
+func (t *Tracker) SetAccess(addr uintptr, size uint64) error {
+	return t.failed(t.inner.SetAccess(addr, size))
+}
 
 // RecordEvent implements stitch.Driver.
-func (t *Tracker) RecordEvent(s stitch.Stream) (stitch.Event, error) { return t.inner.RecordEvent(s) }
+func (t *Tracker) RecordEvent(s stitch.Stream) (stitch.Event, error) {
+	e, err := t.inner.RecordEvent(s)
+	return e, t.failed(err)
+}
 
 // EventDone implements stitch.Driver.
-func (t *Tracker) EventDone(e stitch.Event) (bool, error) { return t.inner.EventDone(e) }
+func (t *Tracker) EventDone(e stitch.Event) (bool, error) {
+	done, err := t.inner.EventDone(e)
+	return done, t.failed(err)
+}
 
 // DestroyEvent implements stitch.Driver.
-func (t *Tracker) DestroyEvent(e stitch.Event) error { return t.inner.DestroyEvent(e) }
+func (t *Tracker) DestroyEvent(e stitch.Event) error { return t.failed(t.inner.DestroyEvent(e)) }
 
 // Synchronize implements stitch.Driver.
-func (t *Tracker) Synchronize() error { return t.inner.Synchronize() }
+func (t *Tracker) Synchronize() error { return t.failed(t.inner.Synchronize()) }
 
 // MemInfo implements stitch.Driver.
 func (t *Tracker) MemInfo() (free, total uint64, err error) { return t.inner.MemInfo() }
+
+// failed remembers a failed call for TakeFailures and returns err.
+func (t *Tracker) failed(err error) error {
+	if err != nil {
+		t.mu.Lock()
+		t.failures = append(t.failures, err.Error())
+		t.mu.Unlock()
+	}
+	return err
+}
+
+// TakeFailures returns the errors of the driver calls that failed since the last call, and forgets them.
+func (t *Tracker) TakeFailures() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.failures
+	t.failures = nil
+	return f
+}
 
 // Mappings is the number of mappings in place now.
 func (t *Tracker) Mappings() int {
