@@ -16,7 +16,8 @@ type Arena interface {
 
 var _ Arena = (*Allocator)(nil)
 
-// Block is the memory returned by Get: size bytes at addr.
+// Block is the memory returned by Get: size bytes at addr. Get allocates one Block (16 bytes) on
+// the Go heap, the adapter's only allocation: tensor.Memory is an interface.
 type Block struct {
 	addr uintptr
 	size int64
