@@ -150,3 +150,18 @@ func TestClosedMachine(t *testing.T) {
 	require.NoError(t, m.Close())
 	assert.ErrorIs(t, m.RunAll(), ErrClosed)
 }
+
+// TestTapeMachineMishandlesAliases records why the Machine counts references per buffer: on the
+// graph with a Reshape whose input is read again (allParts), Gorgonia's TapeMachine reuses the
+// aliased register and returns wrong gradients, while the Machine's match finite differences
+// (TestFiniteDifferences). If this starts failing, upstream fixed it and tapeSafe can go.
+func TestTapeMachineMishandlesAliases(t *testing.T) {
+	net := buildNet(t, tensor.Float64, 2, 3, allParts)
+	m := newMachine(t, net, &GoAllocator{}, false, false)
+	defer m.Close()
+	require.NoError(t, m.RunAll())
+	ours := net.read(t, m.Value)
+	tape := buildNet(t, tensor.Float64, 2, 3, allParts).reference(t)
+	assert.Equal(t, ours[0], tape[0], "the loss agrees")
+	assert.NotEqual(t, ours[1:], tape[1:], "the TapeMachine's gradients do not")
+}
