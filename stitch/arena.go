@@ -123,6 +123,7 @@ type orphan struct {
 	addr   uintptr    // range to unmap (if mapped) or to free (if h == 0)
 	size   uint64
 	mapped bool
+	ev     Event // event to destroy (0: none)
 }
 
 // releasable reports whether physical allocation pa can be given back: every byte loose, no view

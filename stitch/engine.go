@@ -388,7 +388,8 @@ func (e *Engine) releaseLarge(b *block) uint64 {
 
 func (e *Engine) dropEvent(b *block) {
 	if err := e.drv.destroyEvent(b.event); err != nil {
-		e.log.Warn("stitch: destroy event failed", "err", err)
+		e.log.Warn("stitch: destroy event failed; retried later", "err", err)
+		e.orphans = append(e.orphans, orphan{ev: b.event})
 	}
 	b.event = 0
 }
@@ -505,7 +506,9 @@ func (e *Engine) emptyCache() error {
 			}
 		}
 	}
-	e.retryOrphans()
+	if err := e.retryOrphans(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -518,32 +521,45 @@ func (e *Engine) sortedAllocs() []*physAlloc {
 	return pas
 }
 
-// retryOrphans tries again to give back what an earlier error left behind.
-func (e *Engine) retryOrphans() {
+// retryOrphans tries again to give back what an earlier error left behind; it returns the errors
+// of what still fails.
+func (e *Engine) retryOrphans() error {
 	kept := e.orphans[:0]
+	var errs []error
+	keep := func(o orphan, err error) {
+		kept = append(kept, o)
+		errs = append(errs, err)
+	}
 	for _, o := range e.orphans {
+		if o.ev != 0 {
+			if err := e.drv.destroyEvent(o.ev); err != nil {
+				keep(o, err)
+			}
+			continue
+		}
 		if o.mapped {
-			if e.drv.unmap(o.addr, o.size) != nil {
-				kept = append(kept, o)
+			if err := e.drv.unmap(o.addr, o.size); err != nil {
+				keep(o, err)
 				continue
 			}
 			o.mapped = false
 		}
 		if o.h != 0 {
-			if e.drv.release(o.h) != nil {
-				kept = append(kept, o)
+			if err := e.drv.release(o.h); err != nil {
+				keep(o, err)
 				continue
 			}
 			e.orphanBytes -= o.size
 		} else {
-			if e.drv.free(o.addr, o.size) != nil {
-				kept = append(kept, o)
+			if err := e.drv.free(o.addr, o.size); err != nil {
+				keep(o, err)
 				continue
 			}
 			e.orphanVirt -= o.size
 		}
 	}
 	e.orphans = kept
+	return errors.Join(errs...)
 }
 
 // Reset frees every live block, then releases memory as EmptyCache does.
@@ -571,19 +587,26 @@ func (e *Engine) freeAll() {
 }
 
 // Close gives every driver object back. Blocks still live become invalid. Every later call fails
-// with ErrClosed.
+// with ErrClosed, except Close itself while something could not be given back: it tries again.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return ErrClosed
+		if len(e.orphans) == 0 {
+			return ErrClosed
+		}
+		if err := e.retryOrphans(); err != nil {
+			return fmt.Errorf("stitch: %d driver objects still cannot be given back: %w", len(e.orphans), err)
+		}
+		return nil
 	}
 	var errs []error
 	e.freeAll()
 	if err := e.emptyCache(); err != nil {
 		errs = append(errs, err)
 	}
-	// Whatever is still held (a failure above, or cached blocks waiting for events): force it out.
+	// Whatever is still held (after a failure above, or cached blocks waiting for events) goes now;
+	// what the driver refuses is kept as an orphan for the next Close.
 	for _, age := range []*ageList{&e.smallAge, &e.largeAge} {
 		for b := age.oldest; b != nil; b = b.newer {
 			if b.event != 0 {
@@ -594,22 +617,29 @@ func (e *Engine) Close() error {
 	for _, v := range e.views {
 		if err := e.unmapView(v); err != nil {
 			errs = append(errs, err)
+			e.orphans = append(e.orphans, orphan{addr: v.base, size: v.vsize, mapped: true})
+			e.orphanVirt += v.vsize
 		}
 	}
 	for _, pa := range e.sortedAllocs() {
-		if err := e.drv.unmap(e.arenaBase+uintptr(pa.first*e.g), pa.n*e.g); err != nil {
+		addr, size := e.arenaBase+uintptr(pa.first*e.g), pa.n*e.g
+		e.reserved -= size
+		e.orphanBytes += size
+		if err := e.drv.unmap(addr, size); err != nil {
 			errs = append(errs, err)
+			e.orphans = append(e.orphans, orphan{h: pa.h, addr: addr, size: size, mapped: true})
 			continue
 		}
 		if err := e.drv.release(pa.h); err != nil {
 			errs = append(errs, err)
+			e.orphans = append(e.orphans, orphan{h: pa.h, size: size})
+			continue
 		}
-		e.reserved -= pa.n * e.g
+		e.orphanBytes -= size
 	}
-	e.retryOrphans()
-	if err := e.drv.free(e.arenaBase, e.arenaSize); err != nil {
-		errs = append(errs, err)
-	}
+	e.orphans = append(e.orphans, orphan{addr: e.arenaBase, size: e.arenaSize})
+	e.orphanVirt += e.arenaSize
+	orphanErr := e.retryOrphans()
 	e.closed = true
 	e.arenaSize = 0
 	e.blocks, e.pages, e.views, e.allocs, e.slots = nil, nil, nil, nil, nil
@@ -618,6 +648,9 @@ func (e *Engine) Close() error {
 	e.hotLists, e.otherLists = nil, nil
 	e.viewOldest, e.viewNewest, e.viewBytes = nil, nil, 0
 	e.live, e.liveBlocks = 0, 0
+	if len(e.orphans) > 0 {
+		errs = append(errs, fmt.Errorf("stitch: %d driver objects could not be given back; Close again to retry: %w", len(e.orphans), orphanErr))
+	}
 	return errors.Join(errs...)
 }
 
