@@ -30,6 +30,7 @@ run() {
 }
 
 if [[ $what == tests || $what == all ]]; then
+	export GMLAKE_REQUIRE_GPU=1 # no skipping on the machine meant to have the GPU
 	# TestGPUInvalidHandles hands the driver dead handles; it runs alone, last, so that a driver
 	# that crashes on them cannot take the other results with it.
 	run "$out/gpu-test.log" "$gpu/cuda.test" -test.v -test.count=1 -test.skip TestGPUInvalidHandles

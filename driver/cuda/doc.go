@@ -33,11 +33,20 @@
 // thread had another context), nanoseconds next to the call itself. Code on the same thread that
 // uses its own context (a Gorgonia cu.Ctx, say) is left undisturbed.
 //
+// # Physical memory in chunks
+//
+// cuMemMap maps a physical allocation only from its start: a nonzero offset returns
+// CUDA_ERROR_NOT_SUPPORTED (measured on an H200, driver 580, CUDA 13.0; the documentation says
+// "currently must be zero"). Stitching needs parts of allocations, so Create makes one CUDA
+// allocation per granularity-sized chunk and its PhysHandle names the list; Map, Unmap and Release
+// loop over chunks inside one cgo call. cuMemSetAccess accepts a range over many allocations, so
+// access is still set once per mapped range.
+//
 // # Cost
 //
 // On an H200 (../shared/GPU.md) cuMemSetAccess costs ~27 µs per 2 MiB chunk it covers, cuMemCreate
-// ~9 µs, cuMemMap ~1.3 µs. The Driver makes exactly the calls it is asked for; the engine is what
-// keeps them rare (none in steady state) and sets access once per mapped range, never per chunk.
+// ~9 µs, cuMemMap ~1.3 µs. The engine is what keeps these calls rare (none when every request is
+// an exact fit) and sets access once per mapped range, never per chunk.
 // RecordEvent reuses completed events handed back through DestroyEvent, so a steady stream of
 // frees does not pay cuEventCreate each time.
 //

@@ -28,6 +28,12 @@ type Driver struct {
 	maxIdle     int
 	closed      bool
 	log         *slog.Logger
+
+	// phys holds, for each PhysHandle given out by Create, the CUDA handles of its chunks, one per
+	// granularity in order: cuMemMap maps a CUDA handle only from offset 0 (CUDA_ERROR_NOT_SUPPORTED
+	// otherwise), so mapping part of a physical allocation means mapping some of its chunks.
+	phys       map[stitch.PhysHandle][]C.uint64_t
+	nextHandle stitch.PhysHandle
 }
 
 var _ stitch.Driver = (*Driver)(nil)
@@ -60,6 +66,7 @@ func New(opts ...Option) (*Driver, error) {
 		syncUnmap: cfg.syncUnmap,
 		maxIdle:   cfg.maxIdleEvents,
 		log:       cfg.logger,
+		phys:      make(map[stitch.PhysHandle][]C.uint64_t),
 	}
 	if err := check("cuDevicePrimaryCtxRetain", C.gm_primary_retain(C.int(cfg.ordinal), &d.ctx)); err != nil {
 		return nil, err
@@ -130,8 +137,8 @@ func (d *Driver) aligned(call string, sizes ...uint64) error {
 	return nil
 }
 
-// Create allocates size bytes of device memory with cuMemCreate. Out of memory wraps
-// stitch.ErrOutOfMemory.
+// Create allocates size bytes of device memory: one cuMemCreate per granularity-sized chunk (see
+// Driver.phys). Out of memory wraps stitch.ErrOutOfMemory; nothing is left allocated on failure.
 func (d *Driver) Create(size uint64) (stitch.PhysHandle, error) {
 	if err := d.aligned("cuMemCreate", size); err != nil {
 		return 0, err
@@ -139,19 +146,28 @@ func (d *Driver) Create(size uint64) (stitch.PhysHandle, error) {
 	if size == 0 {
 		return 0, fmt.Errorf("cuMemCreate: %w: 0", ErrGranularity)
 	}
-	var h C.uint64_t
-	if err := check("cuMemCreate", C.gm_mem_create(d.ctx, C.int(d.ordinal), C.size_t(size), &h)); err != nil {
+	chunks := make([]C.uint64_t, size/d.granularity)
+	err := check("cuMemCreate", C.gm_create_chunks(d.ctx, C.int(d.ordinal), C.size_t(d.granularity), &chunks[0], C.size_t(len(chunks))))
+	if err != nil {
 		return 0, err
 	}
-	return stitch.PhysHandle(h), nil
+	d.nextHandle++
+	d.phys[d.nextHandle] = chunks
+	return d.nextHandle, nil
 }
 
-// Release frees physical memory with cuMemRelease; it must be mapped nowhere.
+// Release frees physical memory with cuMemRelease of each chunk. The device memory goes back once
+// no mapping uses it any more.
 func (d *Driver) Release(h stitch.PhysHandle) error {
 	if d.closed {
 		return ErrClosed
 	}
-	return check("cuMemRelease", C.gm_mem_release(d.ctx, C.uint64_t(h)))
+	chunks, ok := d.phys[h]
+	if !ok {
+		return fmt.Errorf("cuMemRelease: %w: %d", ErrUnknownHandle, h)
+	}
+	delete(d.phys, h)
+	return check("cuMemRelease", C.gm_release_chunks(d.ctx, &chunks[0], C.size_t(len(chunks))))
 }
 
 // Reserve reserves a virtual range aligned to the granularity with cuMemAddressReserve.
@@ -175,18 +191,27 @@ func (d *Driver) Free(addr uintptr, size uint64) error {
 	return check("cuMemAddressFree", C.gm_address_free(d.ctx, C.uint64_t(addr), C.size_t(size)))
 }
 
-// Map maps [offset, offset+size) of h at addr with cuMemMap. The range is not accessible until
-// SetAccess: the engine sets access once over a whole new mapping, never per chunk, since each
-// chunk an access call covers costs ~27 µs on an H200 whatever the call's shape.
+// Map maps [offset, offset+size) of h at addr: one cuMemMap per chunk. The range is not
+// accessible until SetAccess: the engine sets access once over a whole new mapping, never per
+// chunk, since each chunk an access call covers costs ~27 µs on an H200 whatever the call's shape.
 func (d *Driver) Map(addr uintptr, size uint64, h stitch.PhysHandle, offset uint64) error {
 	if err := d.aligned("cuMemMap", size, offset); err != nil {
 		return err
 	}
-	return check("cuMemMap", C.gm_map(d.ctx, C.uint64_t(addr), C.size_t(size), C.uint64_t(h), C.size_t(offset)))
+	chunks, ok := d.phys[h]
+	if !ok {
+		return fmt.Errorf("cuMemMap: %w: %d", ErrUnknownHandle, h)
+	}
+	first, n := offset/d.granularity, size/d.granularity
+	if n == 0 || first+n > uint64(len(chunks)) {
+		return fmt.Errorf("cuMemMap: %w: [%d, %d) of a %d-byte allocation", ErrOutOfRange, offset, offset+size,
+			uint64(len(chunks))*d.granularity)
+	}
+	return check("cuMemMap", C.gm_map_chunks(d.ctx, C.uint64_t(addr), C.size_t(d.granularity), &chunks[first], C.size_t(n)))
 }
 
-// Unmap unmaps [addr, addr+size) with cuMemUnmap, after waiting for the context's queued work
-// unless WithUnmapSync(false) was given.
+// Unmap unmaps [addr, addr+size) chunk by chunk with cuMemUnmap, after waiting for the context's
+// queued work unless WithUnmapSync(false) was given.
 func (d *Driver) Unmap(addr uintptr, size uint64) error {
 	if err := d.aligned("cuMemUnmap", size); err != nil {
 		return err
@@ -195,7 +220,7 @@ func (d *Driver) Unmap(addr uintptr, size uint64) error {
 	if d.syncUnmap {
 		sync = 1
 	}
-	return check("cuMemUnmap", C.gm_unmap(d.ctx, C.uint64_t(addr), C.size_t(size), sync))
+	return check("cuMemUnmap", C.gm_unmap_chunks(d.ctx, C.uint64_t(addr), C.size_t(d.granularity), C.size_t(size/d.granularity), sync))
 }
 
 // SetAccess makes [addr, addr+size) readable and writable from the device with one cuMemSetAccess.

@@ -98,4 +98,8 @@ var (
 	// ErrGranularity is returned by New for a granularity that is not a power-of-two multiple of
 	// the device's minimum, and by calls whose sizes or offsets are not multiples of it.
 	ErrGranularity = errors.New("cuda: size not a multiple of the granularity")
+	// ErrUnknownHandle is returned for a PhysHandle that Create did not return or that was released.
+	ErrUnknownHandle = errors.New("cuda: unknown physical handle")
+	// ErrOutOfRange is returned by Map for a range beyond the physical allocation.
+	ErrOutOfRange = errors.New("cuda: range beyond the physical allocation")
 )

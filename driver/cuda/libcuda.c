@@ -111,20 +111,70 @@ CUresult gm_granularity(CUcontext ctx, int ordinal, int recommended, size_t *gra
 	IN_CONTEXT(ctx, gm_cuMemGetAllocationGranularity(gran, &prop, which));
 }
 
-CUresult gm_mem_create(CUcontext ctx, int ordinal, size_t size, uint64_t *handle) {
+static CUresult create_chunks(int ordinal, size_t chunk, uint64_t *handles, size_t n) {
 	CUmemAllocationProp prop = pinned_on(ordinal);
-	CUmemGenericAllocationHandle h = 0;
-	CUcontext prev;
-	CUresult r = enter(ctx, &prev);
-	if (r != CUDA_SUCCESS) return r;
-	r = gm_cuMemCreate(&h, size, &prop, 0);
-	leave(ctx, prev);
-	*handle = (uint64_t)h;
-	return r;
+	for (size_t i = 0; i < n; i++) {
+		CUmemGenericAllocationHandle h = 0;
+		CUresult r = gm_cuMemCreate(&h, chunk, &prop, 0);
+		if (r != CUDA_SUCCESS) {
+			while (i > 0) gm_cuMemRelease((CUmemGenericAllocationHandle)handles[--i]);
+			return r;
+		}
+		handles[i] = (uint64_t)h;
+	}
+	return CUDA_SUCCESS;
 }
 
-CUresult gm_mem_release(CUcontext ctx, uint64_t handle) {
-	IN_CONTEXT(ctx, gm_cuMemRelease((CUmemGenericAllocationHandle)handle));
+CUresult gm_create_chunks(CUcontext ctx, int ordinal, size_t chunk, uint64_t *handles, size_t n) {
+	IN_CONTEXT(ctx, create_chunks(ordinal, chunk, handles, n));
+}
+
+static CUresult release_chunks(const uint64_t *handles, size_t n) {
+	CUresult first = CUDA_SUCCESS;
+	for (size_t i = 0; i < n; i++) {
+		CUresult r = gm_cuMemRelease((CUmemGenericAllocationHandle)handles[i]);
+		if (first == CUDA_SUCCESS) first = r;
+	}
+	return first;
+}
+
+CUresult gm_release_chunks(CUcontext ctx, const uint64_t *handles, size_t n) {
+	IN_CONTEXT(ctx, release_chunks(handles, n));
+}
+
+static CUresult map_chunks(uint64_t addr, size_t chunk, const uint64_t *handles, size_t n) {
+	for (size_t i = 0; i < n; i++) {
+		CUresult r = gm_cuMemMap((CUdeviceptr)(addr + i * chunk), chunk, 0, (CUmemGenericAllocationHandle)handles[i], 0);
+		if (r != CUDA_SUCCESS) {
+			while (i > 0) {
+				i--;
+				gm_cuMemUnmap((CUdeviceptr)(addr + i * chunk), chunk);
+			}
+			return r;
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult gm_map_chunks(CUcontext ctx, uint64_t addr, size_t chunk, const uint64_t *handles, size_t n) {
+	IN_CONTEXT(ctx, map_chunks(addr, chunk, handles, n));
+}
+
+static CUresult unmap_chunks(uint64_t addr, size_t chunk, size_t n, int sync_first) {
+	if (sync_first) {
+		CUresult r = gm_cuCtxSynchronize();
+		if (r != CUDA_SUCCESS) return r;
+	}
+	CUresult first = CUDA_SUCCESS;
+	for (size_t i = 0; i < n; i++) {
+		CUresult r = gm_cuMemUnmap((CUdeviceptr)(addr + i * chunk), chunk);
+		if (first == CUDA_SUCCESS) first = r;
+	}
+	return first;
+}
+
+CUresult gm_unmap_chunks(CUcontext ctx, uint64_t addr, size_t chunk, size_t n, int sync_first) {
+	IN_CONTEXT(ctx, unmap_chunks(addr, chunk, n, sync_first));
 }
 
 CUresult gm_address_reserve(CUcontext ctx, size_t size, size_t align, uint64_t *addr) {
@@ -140,22 +190,6 @@ CUresult gm_address_reserve(CUcontext ctx, size_t size, size_t align, uint64_t *
 
 CUresult gm_address_free(CUcontext ctx, uint64_t addr, size_t size) {
 	IN_CONTEXT(ctx, gm_cuMemAddressFree((CUdeviceptr)addr, size));
-}
-
-CUresult gm_map(CUcontext ctx, uint64_t addr, size_t size, uint64_t handle, size_t offset) {
-	IN_CONTEXT(ctx, gm_cuMemMap((CUdeviceptr)addr, size, offset, (CUmemGenericAllocationHandle)handle, 0));
-}
-
-static CUresult sync_then_unmap(int sync_first, uint64_t addr, size_t size) {
-	if (sync_first) {
-		CUresult r = gm_cuCtxSynchronize();
-		if (r != CUDA_SUCCESS) return r;
-	}
-	return gm_cuMemUnmap((CUdeviceptr)addr, size);
-}
-
-CUresult gm_unmap(CUcontext ctx, uint64_t addr, size_t size, int sync_first) {
-	IN_CONTEXT(ctx, sync_then_unmap(sync_first, addr, size));
 }
 
 CUresult gm_set_access(CUcontext ctx, int ordinal, uint64_t addr, size_t size) {

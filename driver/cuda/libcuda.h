@@ -23,12 +23,15 @@ CUresult gm_primary_retain(int ordinal, CUcontext *ctx);
 CUresult gm_primary_release(int ordinal);
 CUresult gm_granularity(CUcontext ctx, int ordinal, int recommended, size_t *gran);
 
-CUresult gm_mem_create(CUcontext ctx, int ordinal, size_t size, uint64_t *handle);
-CUresult gm_mem_release(CUcontext ctx, uint64_t handle);
+// Physical memory is handled in chunks of one granularity each (cuMemMap maps a handle only from
+// offset 0). The *_chunks calls loop in C so that n chunks cost one cgo call; each undoes its own
+// partial work on failure and returns the first error.
+CUresult gm_create_chunks(CUcontext ctx, int ordinal, size_t chunk, uint64_t *handles, size_t n);
+CUresult gm_release_chunks(CUcontext ctx, const uint64_t *handles, size_t n);
+CUresult gm_map_chunks(CUcontext ctx, uint64_t addr, size_t chunk, const uint64_t *handles, size_t n);
+CUresult gm_unmap_chunks(CUcontext ctx, uint64_t addr, size_t chunk, size_t n, int sync_first);
 CUresult gm_address_reserve(CUcontext ctx, size_t size, size_t align, uint64_t *addr);
 CUresult gm_address_free(CUcontext ctx, uint64_t addr, size_t size);
-CUresult gm_map(CUcontext ctx, uint64_t addr, size_t size, uint64_t handle, size_t offset);
-CUresult gm_unmap(CUcontext ctx, uint64_t addr, size_t size, int sync_first);
 CUresult gm_set_access(CUcontext ctx, int ordinal, uint64_t addr, size_t size);
 
 CUresult gm_event_record(CUcontext ctx, uintptr_t reuse, uintptr_t stream, uintptr_t *event);

@@ -69,6 +69,7 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 		return err
 	}
 	var drv *cuda.Driver
+	device := uint64(unboundedArena) // the simulated device's memory: the GPU's where there is one
 	header := "GPU replay, simulator only"
 	if !c.SimOnly {
 		drv, err = cuda.New(cuda.WithGranularity(granularity))
@@ -83,31 +84,12 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
+			device = total
 			v, _ := cuda.DriverVersion()
 			header = fmt.Sprintf("GPU replay on %s (%s, driver API %d), %s", drv.Name(), gib(total)+" GiB", v,
 				time.Now().UTC().Format("2006-01-02"))
 			fmt.Fprintln(stderr, header)
 		}
-	}
-	var recs []record
-	failed := false
-	for _, f := range files {
-		t, err := trace.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		p, err := prepare(filepath.Base(f), t)
-		if err != nil {
-			return err
-		}
-		simRecs := c.simRuns(p, prior, stderr)
-		recs = append(recs, simRecs...)
-		if drv != nil {
-			recs = append(recs, c.gpuRuns(p, drv, simRecs, stderr)...)
-		}
-	}
-	for _, r := range recs {
-		failed = failed || r.Error != ""
 	}
 	out := stdout
 	if c.JSON != "" {
@@ -118,8 +100,29 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 		defer f.Close()
 		out = f
 	}
-	if err := writeJSON(out, recs); err != nil {
-		return err
+	// Records are written trace by trace, so a run cut short still leaves what it measured.
+	var recs []record
+	for _, f := range files {
+		t, err := trace.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		p, err := prepare(filepath.Base(f), t)
+		if err != nil {
+			return err
+		}
+		got := c.simRuns(p, prior, device, stderr)
+		if drv != nil {
+			got = append(got, c.gpuRuns(p, drv, got, stderr)...)
+		}
+		if err := writeJSON(out, got); err != nil {
+			return err
+		}
+		recs = append(recs, got...)
+	}
+	failed := false
+	for _, r := range recs {
+		failed = failed || r.Error != ""
 	}
 	var table strings.Builder
 	markdown(&table, recs, header)

@@ -45,8 +45,10 @@ func readSim(path string) (map[string]record, error) {
 }
 
 // simRuns replays p on the simulator: the engine without a limit, the bisection of its minimum
-// capacity (or the earlier one from prior), and the first-fit pool's high-water mark.
-func (c *cli) simRuns(p *prepared, prior map[string]record, log io.Writer) []record {
+// capacity (or the earlier one from prior), and the first-fit pool's high-water mark. device is
+// the simulated device's memory for the unlimited run: the GPU's, when there is one, since the
+// engine's defaults (its arena, its budget of stitched views) follow the device's size.
+func (c *cli) simRuns(p *prepared, prior map[string]record, device uint64, log io.Writer) []record {
 	var recs []record
 	base := record{Trace: p.name, Workload: p.workload, Driver: "sim"}
 
@@ -54,7 +56,7 @@ func (c *cli) simRuns(p *prepared, prior map[string]record, log io.Writer) []rec
 	rec := base
 	rec.Allocator, rec.Run = "gmlake", "uncapped"
 	clock := &callClock{}
-	a, err := newEngineAllocator(timedDriver{d: sim.New(sim.WithGranularity(granularity), sim.WithCapacity(unboundedArena)), clock: clock}, 0)
+	a, err := newEngineAllocator(timedDriver{d: sim.New(sim.WithGranularity(granularity), sim.WithCapacity(device)), clock: clock}, 0)
 	if err == nil {
 		var r *result
 		r, err = replay(p, a, clock, &streams{}, false, 0)
@@ -222,6 +224,11 @@ func (c *cli) progress(w io.Writer, r *record, took time.Duration) {
 	extra := ""
 	if r.MinCapacity > 0 {
 		extra = fmt.Sprintf(" min capacity %s GiB (%.4f × active, exact %v)", gib(r.MinCapacity), r.CapacityOverActive, r.MinCapacityExact)
+	}
+	if r.Phases != nil {
+		st := r.Phases["steady"]
+		extra += fmt.Sprintf(" steady %.0f ns/pair %.1f calls/iter; ms in driver setup/warm-up/steady %s/%s/%s",
+			st.NsPerPair, st.CallsPerIter, ms(r.Phases["setup"].DriverNs), ms(r.Phases["warmup"].DriverNs), ms(st.DriverNs))
 	}
 	fmt.Fprintf(w, "%-44s %-8s %-4s %-18s peak reserved %s GiB%s  %s  [%.1fs]\n",
 		r.Trace, r.Allocator, r.Driver, r.Run, gib(r.PeakReserved), extra, status, took.Seconds())
