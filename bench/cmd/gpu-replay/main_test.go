@@ -80,6 +80,13 @@ func TestSimOnlyRun(t *testing.T) {
 	assert.Equal(t, 3, ph["warmup"].Iterations)
 	assert.Equal(t, 4, ph["steady"].Iterations)
 	assert.NotZero(t, ph["setup"].DriverCalls, "the engine creates memory before the first iteration")
+	for name, f := range ph {
+		var sum uint64
+		for _, k := range f.ByKind {
+			sum += k.Calls
+		}
+		assert.Equal(t, f.DriverCalls, sum, "%s: calls by kind add up", name)
+	}
 
 	assert.GreaterOrEqual(t, bisect.MinCapacity, engine.PeakActive)
 	assert.LessOrEqual(t, bisect.MinCapacity, roundUp(engine.PeakReserved, granularity))

@@ -37,11 +37,22 @@ type callClock struct {
 	now   phase
 	calls [numPhases]uint64
 	nanos [numPhases]int64
+	// Per driver call kind, for stitch.Driver calls (a bench.Device's calls have no kind).
+	kindCalls [numPhases][stitch.NumCallKinds]uint64
+	kindNanos [numPhases][stitch.NumCallKinds]int64
 }
 
 func (c *callClock) time(start time.Time) {
 	c.calls[c.now]++
 	c.nanos[c.now] += time.Since(start).Nanoseconds()
+}
+
+func (c *callClock) timeKind(k stitch.CallKind, start time.Time) {
+	ns := time.Since(start).Nanoseconds()
+	c.calls[c.now]++
+	c.nanos[c.now] += ns
+	c.kindCalls[c.now][k]++
+	c.kindNanos[c.now][k] += ns
 }
 
 // timedDriver is a stitch.Driver that times every call of the driver it wraps.
@@ -53,62 +64,62 @@ type timedDriver struct {
 func (t timedDriver) Granularity() uint64 { return t.d.Granularity() }
 
 func (t timedDriver) Create(size uint64) (stitch.PhysHandle, error) {
-	defer t.clock.time(time.Now())
+	defer t.clock.timeKind(stitch.CallCreate, time.Now())
 	return t.d.Create(size)
 }
 
 func (t timedDriver) Release(h stitch.PhysHandle) error {
-	defer t.clock.time(time.Now())
+	defer t.clock.timeKind(stitch.CallRelease, time.Now())
 	return t.d.Release(h)
 }
 
 func (t timedDriver) Reserve(size uint64) (uintptr, error) {
-	defer t.clock.time(time.Now())
+	defer t.clock.timeKind(stitch.CallReserve, time.Now())
 	return t.d.Reserve(size)
 }
 
 func (t timedDriver) Free(addr uintptr, size uint64) error {
-	defer t.clock.time(time.Now())
+	defer t.clock.timeKind(stitch.CallFree, time.Now())
 	return t.d.Free(addr, size)
 }
 
 func (t timedDriver) Map(addr uintptr, size uint64, h stitch.PhysHandle, offset uint64) error {
-	defer t.clock.time(time.Now())
+	defer t.clock.timeKind(stitch.CallMap, time.Now())
 	return t.d.Map(addr, size, h, offset)
 }
 
 func (t timedDriver) Unmap(addr uintptr, size uint64) error {
-	defer t.clock.time(time.Now())
+	defer t.clock.timeKind(stitch.CallUnmap, time.Now())
 	return t.d.Unmap(addr, size)
 }
 
 func (t timedDriver) SetAccess(addr uintptr, size uint64) error {
-	defer t.clock.time(time.Now())
+	defer t.clock.timeKind(stitch.CallSetAccess, time.Now())
 	return t.d.SetAccess(addr, size)
 }
 
 func (t timedDriver) RecordEvent(s stitch.Stream) (stitch.Event, error) {
-	defer t.clock.time(time.Now())
+	defer t.clock.timeKind(stitch.CallRecordEvent, time.Now())
 	return t.d.RecordEvent(s)
 }
 
 func (t timedDriver) EventDone(e stitch.Event) (bool, error) {
-	defer t.clock.time(time.Now())
+	defer t.clock.timeKind(stitch.CallEventDone, time.Now())
 	return t.d.EventDone(e)
 }
 
 func (t timedDriver) DestroyEvent(e stitch.Event) error {
-	defer t.clock.time(time.Now())
+	defer t.clock.timeKind(stitch.CallDestroyEvent, time.Now())
 	return t.d.DestroyEvent(e)
 }
 
 func (t timedDriver) Synchronize() error {
-	defer t.clock.time(time.Now())
+	defer t.clock.timeKind(stitch.CallSynchronize, time.Now())
 	return t.d.Synchronize()
 }
 
 func (t timedDriver) MemInfo() (free, total uint64, err error) {
-	defer t.clock.time(time.Now())
+	defer t.clock.timeKind(stitch.CallMemInfo, time.Now())
 	return t.d.MemInfo()
 }
 

@@ -21,6 +21,14 @@ type phaseFigures struct {
 	WallNs       int64   `json:"wall_ns"`        // wall time of the phase's events
 	NsPerPair    float64 `json:"ns_per_pair"`    // WallNs / Pairs
 	CallsPerIter float64 `json:"calls_per_iter"` // DriverCalls / Iterations (0 before the first iteration)
+	// gmlake: calls and nanoseconds per driver call kind (create, map, set_access, ...).
+	ByKind map[string]kindFigures `json:"by_kind,omitempty"`
+}
+
+// kindFigures is one driver call kind's share of a phase.
+type kindFigures struct {
+	Calls uint64 `json:"calls"`
+	Ns    int64  `json:"ns"`
 }
 
 // record is one JSON line: one replay of one trace through one allocator on one driver.
@@ -69,6 +77,14 @@ func (rec *record) fill(r *result, clock *callClock) {
 		}
 		if f.Iterations > 0 {
 			f.CallsPerIter = float64(f.DriverCalls) / float64(f.Iterations)
+		}
+		for k := range stitch.NumCallKinds {
+			if n := clock.kindCalls[ph][k]; n > 0 {
+				if f.ByKind == nil {
+					f.ByKind = make(map[string]kindFigures)
+				}
+				f.ByKind[k.String()] = kindFigures{Calls: n, Ns: clock.kindNanos[ph][k]}
+			}
 		}
 		rec.Phases[phaseNames[ph]] = f
 	}
