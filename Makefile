@@ -78,6 +78,21 @@ kernels-check:
 	./gpu/tools/nvrtc-lib.sh $(NVRTC_DIR) >/dev/null
 	GMLAKE_NVRTC=$(NVRTC_LIB)/libnvrtc.so.11.2 GMLAKE_REQUIRE_NVRTC=1 $(GO) test -count=1 -run 'TestKernelsCompile|TestCompileError' ./gpu/kernels
 
+# Gorgonia graphs on the GPU (gpu/graphexec) build under the `gmlakegpu` tag, not `cuda`, which
+# switches gorgonia to its own CUDA engine (see gpu/doc.go). gpu-graph-check vets and runs them
+# here (GPU tests skip); gpu-graph-build puts the GPU test binaries and the fixtures they read into
+# $(GPU_DIR)/gpu for a GPU machine: `cd .gpu/gpu && GMLAKE_FIXTURES=$$PWD/fixtures ./graphexec.test -test.v`.
+.PHONY: gpu-graph-check gpu-graph-build
+gpu-graph-check: cuda-headers
+	$(CUDA_ENV) $(GO) vet -tags gmlakegpu ./gpu/...
+	$(CUDA_ENV) $(GO) test -tags gmlakegpu -race -count=1 ./gpu/...
+
+gpu-graph-build: cuda-headers
+	mkdir -p $(GPU_DIR)/gpu/fixtures
+	cp -r ../shared/fixtures/hf/gpt2-tiny ../shared/fixtures/hf/llama-tiny $(GPU_DIR)/gpu/fixtures/
+	$(CUDA_ENV) $(GO) test -c -tags cuda -o $(GPU_DIR)/gpu/gpu.test ./gpu
+	$(CUDA_ENV) $(GO) test -c -tags gmlakegpu -o $(GPU_DIR)/gpu/graphexec.test ./gpu/graphexec
+
 # ---- The main demo: LoRA fine-tuning of a small GPT on gmlake's stitched host memory with
 # recomputation, offload and variable lengths; prints the allocator table and writes the trace and
 # the memory timeline to $(OUT_DIR).
