@@ -1,4 +1,4 @@
-//go:build cuda
+//go:build cuda || gmlakegpu
 
 // Package cuda is a stitch.Driver over the CUDA driver API's virtual memory management (VMM):
 // cuMemCreate/cuMemRelease for physical chunks, cuMemAddressReserve/cuMemAddressFree for virtual
