@@ -1,4 +1,4 @@
-//go:build cuda
+//go:build cuda || gmlakegpu
 
 // libcuda.h: the CUDA driver API as this package uses it, loaded at run time with dlopen (see
 // doc.go). Every call that needs a context takes it explicitly; the wrapper makes it current on the
