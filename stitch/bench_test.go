@@ -73,13 +73,13 @@ func trainingIteration(rng *rand.Rand) []op {
 	layers := 24
 	for l := 0; l < layers; l++ {
 		ops = append(ops, op{kind: opAlloc, size: uint64(8+rng.IntN(40)) * MiB / 3}) // activation
-		ops = append(ops, op{kind: opAlloc, size: uint64(1+rng.IntN(900)) * KiB})     // temporary
-		ops = append(ops, op{kind: opFree, pick: -1})                                 // the temporary
+		ops = append(ops, op{kind: opAlloc, size: uint64(1+rng.IntN(900)) * KiB})    // temporary
+		ops = append(ops, op{kind: opFree, pick: -1})                                // the temporary
 	}
 	for l := 0; l < layers; l++ {
 		ops = append(ops, op{kind: opAlloc, size: uint64(2+rng.IntN(30)) * MiB / 2}) // gradient
-		ops = append(ops, op{kind: opFree, pick: -2})                               // the activation under it
-		ops = append(ops, op{kind: opFree, pick: -1})                               // the gradient
+		ops = append(ops, op{kind: opFree, pick: -2})                                // the activation under it
+		ops = append(ops, op{kind: opFree, pick: -1})                                // the gradient
 	}
 	return ops
 }

@@ -41,12 +41,36 @@ type freeList struct {
 }
 
 func (l *freeList) push(b *block) {
-	b.prev, b.next = nil, l.head
-	if l.head != nil {
-		l.head.prev = b
+	// Address order: the lowest block is reused first, whatever the order of frees.
+	var prev *block
+	at := l.head
+	for at != nil && at.physStart() < b.physStart() {
+		prev, at = at, at.next
 	}
-	l.head = b
+	b.prev, b.next = prev, at
+	if prev != nil {
+		prev.next = b
+	} else {
+		l.head = b
+	}
+	if at != nil {
+		at.prev = b
+	}
 	l.n++
+}
+
+// physStart is the arena offset of a block's first byte (its page's for a small block).
+func (b *block) physStart() uint64 {
+	switch b.kind {
+	case primitive:
+		return b.pos
+	case stitched:
+		var first uint64
+		window(b.view, b.voff, b.size, func(p span) bool { first = p.start; return false })
+		return first
+	default:
+		return uint64(b.ptr)
+	}
 }
 
 func (l *freeList) unlink(b *block) {

@@ -325,16 +325,23 @@ func (e *Engine) carveLarge(r uint64) *block {
 // flushUntil moves flushable cached blocks of one pool to its free ranges, oldest first, until one
 // free range of at least r bytes forms; it reports whether one did.
 func (e *Engine) flushUntil(age *ageList, r uint64) bool {
-	for b := age.oldest; b != nil; {
-		next := b.newer
+	order := e.flushBuf[:0]
+	for b := age.oldest; b != nil; b = b.newer {
+		order = append(order, b)
+	}
+	slices.SortFunc(order, func(a, b *block) int { return cmp.Compare(b.physStart(), a.physStart()) })
+	found := false
+	for _, b := range order {
 		if e.flushable(b) {
 			if e.flush(b) >= r {
-				return true
+				found = true
+				break
 			}
 		}
-		b = next
 	}
-	return false
+	clear(order)
+	e.flushBuf = order[:0]
+	return found
 }
 
 // flushable reports whether cached block b may serve other streams: the event recorded at its free

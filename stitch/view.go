@@ -189,7 +189,7 @@ func window(v *view, off, size uint64, fn func(span) bool) {
 func (e *Engine) matchView(r uint64) *view {
 	var best *view
 	for v := e.viewNewest; v != nil; v = v.older {
-		if v.cap < r || v.cap > r+r/4 || (best != nil && v.cap >= best.cap) {
+		if v.cap < r || v.cap > r+r/4 || (best != nil && (v.cap > best.cap || v.cap == best.cap && v.pieces[0].start >= best.pieces[0].start)) {
 			continue
 		}
 		ok := true
@@ -235,7 +235,12 @@ func (e *Engine) findWindow(r uint64) (*view, uint64) {
 		}
 		runOff, runLen := uint64(0), uint64(0)
 		consider := func() {
-			if runLen >= r && (best == nil || runLen < bestLen) {
+			if runLen < r {
+				return
+			}
+			// The shortest run; equal ones by the address of their first byte, so that choices
+			// do not depend on when views were made.
+			if best == nil || runLen < bestLen || runLen == bestLen && physAt(v, runOff) < physAt(best, bestOff) {
 				best, bestOff, bestLen = v, runOff, runLen
 			}
 		}
@@ -263,11 +268,15 @@ func (e *Engine) findWindow(r uint64) (*view, uint64) {
 			at += p.size()
 		}
 		consider()
-		if best != nil && bestLen == r {
-			break
-		}
 	}
 	return best, bestOff
+}
+
+// physAt is the arena offset of byte off of view v.
+func physAt(v *view, off uint64) uint64 {
+	var at uint64
+	window(v, off, 1, func(p span) bool { at = p.start; return false })
+	return at
 }
 
 // candidate is a loose range considered for stitching: head is its part before the first chunk
@@ -291,7 +300,10 @@ func (e *Engine) stitchPlan(r uint64) ([]span, uint64) {
 		return true
 	})
 	e.candBuf = cands
-	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(b.s.size(), a.s.size()) })
+	// Largest first; equal sizes by address, so that the same free memory always makes the same view.
+	slices.SortFunc(cands, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(b.s.size(), a.s.size()), cmp.Compare(a.s.start, b.s.start))
+	})
 
 	var mids uint64
 	first, last, reach := 0, 0, uint64(0)
