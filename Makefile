@@ -25,6 +25,12 @@ bench:
 		--markdown bench/RESULTS.md --anchors $(TRACES)/pytorch-anchors.jsonl \
 		$(wildcard $(TRACES)/*.trace.gz $(TRACES)/*.pickle.gz)
 
+# ---- Sharded data parallelism by simulation: per-rank traces of ZeRO fine-tuning for N = 1..16
+# through the simulated allocators (dist/shardsim); writes bench/SHARDING.md and SHARDING.jsonl.
+.PHONY: shard-sim
+shard-sim:
+	$(GO) run ./bench/cmd/shard-sim --markdown bench/SHARDING.md > bench/SHARDING.jsonl
+
 # ---- CUDA (build tag `cuda`). No GPU or CUDA install needed to build: cuda-headers takes cuda.h,
 # cudaTypedefs.h and the libcuda.so link stub from Debian's nvidia-cuda-dev into $(CUDA_DIR).
 # GPU binaries go to $(GPU_DIR); copy or carry that folder to a GPU machine (see gpu-test).
@@ -53,6 +59,7 @@ build-cuda: cuda-headers
 	$(CUDA_ENV) $(GO) test -c -tags cuda -o $(GPU_DIR)/cuda.test ./driver/cuda
 	$(CUDA_ENV) $(GO) test -c -tags cuda -o $(GPU_DIR)/gmlake.test .
 	$(CUDA_ENV) $(GO) build -tags cuda -o $(GPU_DIR)/gpu-replay ./bench/cmd/gpu-replay
+	$(CUDA_ENV) $(GO) test -c -tags cuda -o $(GPU_DIR)/nccl.test ./dist/nccl
 	$(CUDA_ENV) $(GO) test -tags cuda -race -count=1 $(CUDA_PKGS)
 
 # On a GPU machine this runs the GPU tests; elsewhere they skip. To run them on a GPU machine

@@ -4,7 +4,7 @@
 // active and peak reserved bytes, fragmentation and minimum capacity over peak active.
 //
 //	shard-sim [--workload PRESET:full|lora:STAGE[:ckpt]]... [--ranks 1,2,4,8,16]
-//	    [--allocators gmlake,gorgonia,caching] [--max-ranks K] [--markdown FILE] [--quiet]
+//	    [--allocators gmlake,gorgonia,caching] [--max-ranks K] [--markdown FILE] [--quiet] [--verbose]
 //
 // Every row is printed as a JSON line on stdout; --markdown writes the tables.
 package main
@@ -25,19 +25,20 @@ import (
 )
 
 type cli struct {
-	Workload   []string      `name:"workload" default:"opt-1.3b:full:2:ckpt,gpt2-xl:full:2:ckpt,llama-7b:full:3:ckpt,llama-7b:lora:2:ckpt" help:"PRESET:full|lora:STAGE[:ckpt] (repeatable or comma-separated)."`
+	Workload   []string      `name:"workload" default:"opt-1.3b:full:1:ckpt,opt-1.3b:full:2:ckpt,opt-1.3b:full:3:ckpt,opt-1.3b:full:2,gpt2-xl:full:2:ckpt,llama-7b:full:3:ckpt,llama-7b:lora:2:ckpt,llama-7b:lora:3:ckpt" help:"PRESET:full|lora:STAGE[:ckpt] (repeatable or comma-separated)."`
 	Ranks      []int         `default:"1,2,4,8,16" help:"World sizes N."`
 	Allocators []string      `default:"gmlake,gorgonia,caching" help:"Simulated allocators (see gmlake-bench)."`
 	MaxRanks   int           `name:"max-ranks" default:"0" help:"Measure at most this many ranks per world size, spread evenly (0: all)."`
 	MicroBatch int           `name:"micro-batch" default:"4" help:"Sequences per rank per step."`
 	SeqMin     int           `name:"seq-min" default:"256" help:"Shortest padded sequence length."`
 	SeqMax     int           `name:"seq-max" default:"1024" help:"Longest padded sequence length (capped at the model's positions)."`
-	Steps      int           `default:"6" help:"Training steps per trace."`
+	Steps      int           `default:"8" help:"Training steps per trace."`
 	Seed       uint64        `default:"1" help:"Seed of the sequence lengths (each rank draws its own)."`
 	Workers    int           `default:"0" help:"Parallel replays (0: one per CPU)."`
 	TimeLimit  time.Duration `name:"time-limit" default:"60s" help:"Limit of each minimum-capacity bisection."`
 	Markdown   string        `type:"path" help:"Write the tables to this file."`
-	Quiet      bool          `help:"No JSON lines and no progress."`
+	Quiet      bool          `help:"No JSON lines on stdout."`
+	Verbose    bool          `help:"Log every replay on stderr."`
 }
 
 func main() {
@@ -76,14 +77,13 @@ func (c *cli) study(progress io.Writer) (shardsim.Study, error) {
 
 func (c *cli) run(stdout, stderr io.Writer) error {
 	var progress io.Writer
-	if !c.Quiet {
+	if c.Verbose {
 		progress = stderr
 	}
 	st, err := c.study(progress)
 	if err != nil {
 		return err
 	}
-	start := time.Now()
 	rows, err := st.Run()
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		werr := writeMarkdown(f, c, rows, time.Since(start))
+		werr := writeMarkdown(f, c, rows)
 		if err := f.Close(); werr == nil {
 			werr = err
 		}
