@@ -155,11 +155,13 @@ func (e *Engine) checkPhysical(c *checker) {
 	}
 	var all []owned
 	users := map[*view]int{}
+	owner := map[span]*block{}
 	e.loose.byAddr.walk(func(s span) bool { all = append(all, owned{s, "loose"}); return true })
 	large := func(b *block, what string) {
 		switch b.kind {
 		case primitive:
 			all = append(all, owned{span{start: b.pos, end: b.pos + b.size}, what})
+			owner[span{start: b.pos, end: b.pos + b.size}] = b
 			if b.ptr != e.arenaBase+uintptr(b.pos) {
 				c.fail("%s %#x: not at its arena offset %d", what, b.ptr, b.pos)
 			}
@@ -172,7 +174,11 @@ func (e *Engine) checkPhysical(c *checker) {
 			if b.voff+b.size > b.view.cap || b.ptr != b.view.base+uintptr(b.view.head+b.voff) {
 				c.fail("%s %#x: not a window of its view", what, b.ptr)
 			}
-			window(b.view, b.voff, b.size, func(p span) bool { all = append(all, owned{p, what}); return true })
+			window(b.view, b.voff, b.size, func(p span) bool {
+				all = append(all, owned{p, what})
+				owner[p] = b
+				return true
+			})
 		}
 	}
 	for _, b := range e.blocks {
@@ -182,6 +188,17 @@ func (e *Engine) checkPhysical(c *checker) {
 	}
 	for _, p := range e.pages {
 		large(p.blk, "page")
+	}
+	n := 0
+	e.owners.walkNodes(func(nd *tnode) bool {
+		n++
+		if owner[nd.s] != nd.b {
+			c.fail("owner index: %+v belongs to another block", nd.s)
+		}
+		return true
+	})
+	if n != len(owner) || n != e.owners.n {
+		c.fail("owner index holds %d ranges (count %d), blocks own %d", n, e.owners.n, len(owner))
 	}
 	slices.SortFunc(all, func(a, b owned) int { return cmp.Compare(a.s.start, b.s.start) })
 	var covered uint64

@@ -2,6 +2,8 @@ package stitch_test
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -352,6 +354,34 @@ func TestConcurrentUse(t *testing.T) {
 	assert.Zero(t, e.Stats().LiveBytes)
 	require.NoError(t, e.Close())
 	assert.Equal(t, sim.Live{}, d.Live())
+}
+
+// TestSyntheticLoopSteadyState runs the synthetic training iteration of the benchmarks ten times
+// under a capacity near its peak: from the fourth iteration on, no driver call.
+func TestSyntheticLoopSteadyState(t *testing.T) {
+	h := newHarness(t, []sim.Option{sim.WithCapacity(512 * MiB)})
+	script := trainingIteration(rand.New(rand.NewPCG(7, 7)))
+	for it := range 10 {
+		calls := h.d.TotalCalls()
+		var stack []uintptr
+		for _, o := range script {
+			switch o.kind {
+			case opAlloc:
+				p, err := h.alloc(o.size, 0)
+				require.NoError(t, err)
+				stack = append(stack, p)
+			case opFree:
+				i := len(stack) + o.pick
+				require.NoError(t, h.free(stack[i]))
+				stack = append(stack[:i], stack[i+1:]...)
+			}
+		}
+		h.check(fmt.Sprint("iteration ", it))
+		if it >= 3 {
+			assert.Zero(t, h.d.TotalCalls()-calls, "iteration %d", it)
+		}
+	}
+	h.closeAndCheckLeaks()
 }
 
 func TestExactMatchDoesNotAllocate(t *testing.T) {

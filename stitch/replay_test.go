@@ -205,6 +205,18 @@ func TestSteadyStateNoDriverCalls(t *testing.T) {
 	}
 }
 
+// TestRepeatedIterationConverges repeats one real iteration (its exact allocation script) and
+// requires the engine to settle: after a few repetitions, no driver call at all.
+func TestRepeatedIterationConverges(t *testing.T) {
+	tr := loadTrace(t, "opt1.3b-lora-ckpt.trace.gz")
+	res := replay(t, periodic(tr, 2, 10), 0, 0)
+	require.NoError(t, res.oom)
+	t.Logf("driver calls per repetition %v", res.callsPerIter)
+	for i := 6; i < len(res.callsPerIter); i++ {
+		assert.Zero(t, res.callsPerIter[i], "repetition %d", i)
+	}
+}
+
 // TestReplayTraces replays every shared trace uncapped with Check at intervals.
 func TestReplayTraces(t *testing.T) {
 	if testing.Short() {

@@ -200,11 +200,14 @@ func (t *tree) max() (span, bool) {
 }
 
 // walk calls fn on every span in order until fn returns false.
-func (t *tree) walk(fn func(span) bool) { walkNode(t.root, fn) }
+func (t *tree) walk(fn func(span) bool) { walkNode(t.root, func(n *tnode) bool { return fn(n.s) }) }
 
-func walkNode(n *tnode, fn func(span) bool) bool {
+// walkNodes calls fn on every node in order until fn returns false.
+func (t *tree) walkNodes(fn func(*tnode) bool) { walkNode(t.root, fn) }
+
+func walkNode(n *tnode, fn func(*tnode) bool) bool {
 	for n != nil {
-		if !walkNode(n.left, fn) || !fn(n.s) {
+		if !walkNode(n.left, fn) || !fn(n) {
 			return false
 		}
 		n = n.right
