@@ -1,7 +1,8 @@
 // Package nccl binds the NCCL calls a data-parallel trainer needs: unique ids and communicator
 // setup (ncclGetUniqueId, ncclCommInitRank, ncclCommInitAll, ncclCommDestroy), the collectives of
 // ZeRO-style training (ncclAllReduce, ncclReduceScatter, ncclAllGather), group calls and error
-// strings. Everything but this comment is behind the `cuda` build tag.
+// strings. Everything but this comment is behind the `cuda` or `gmlakegpu` build tag (the latter is
+// the one GPU code importing Gorgonia uses, see gpu/doc.go).
 //
 // # Loading
 //
