@@ -52,6 +52,9 @@ cuda-headers:
 
 # Vets and builds every cuda-tagged package, builds the GPU binaries, and runs the cuda-tagged tests
 # here: without a GPU they skip or take the host fallback, which proves the binaries start anywhere.
+# Then driver/cuda's GPU tests run for real against a fake libcuda over host memory
+# (driver/cuda/testdata/fakecuda.c), so the cgo layer and the engine on it are tested in CI too.
+FAKE_CUDA = $(GPU_DIR)/fake/libcuda.so.1
 build-cuda: cuda-headers
 	$(CUDA_ENV) $(GO) vet -tags cuda $(CUDA_PKGS)
 	$(CUDA_ENV) $(GO) build -tags cuda $(CUDA_PKGS)
@@ -61,6 +64,12 @@ build-cuda: cuda-headers
 	$(CUDA_ENV) $(GO) build -tags cuda -o $(GPU_DIR)/gpu-replay ./bench/cmd/gpu-replay
 	$(CUDA_ENV) $(GO) test -c -tags cuda -o $(GPU_DIR)/nccl.test ./dist/nccl
 	$(CUDA_ENV) $(GO) test -tags cuda -race -count=1 $(CUDA_PKGS)
+	mkdir -p $(dir $(FAKE_CUDA))
+	$(CC) -shared -fPIC -O2 -Wall -I$(CUDA_DIR)/usr/include -o $(FAKE_CUDA) driver/cuda/testdata/fakecuda.c
+	GMLAKE_LIBCUDA=$(CURDIR)/$(FAKE_CUDA) GMLAKE_REQUIRE_GPU=1 $(CUDA_ENV) \
+		$(GO) test -tags cuda -race -count=1 ./driver/cuda
+	GMLAKE_LIBCUDA=$(CURDIR)/$(FAKE_CUDA) GMLAKE_REQUIRE_GPU=1 $(CUDA_ENV) \
+		$(GO) test -tags cuda -race -count=1 -run TestDefaultDriverCUDA .
 
 # On a GPU machine this runs the GPU tests; elsewhere they skip. To run them on a GPU machine
 # without Go: `make build-cuda`, copy .gpu/ and scripts/ there, run `scripts/gpu-run.sh tests`.

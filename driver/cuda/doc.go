@@ -50,6 +50,15 @@
 // RecordEvent reuses completed events handed back through DestroyEvent, so a steady stream of
 // frees does not pay cuEventCreate each time.
 //
+// # Testing
+//
+// The tests named TestGPU* need a device; they skip without one (GMLAKE_REQUIRE_GPU=1 makes that a
+// failure, as scripts/gpu-run.sh does on the GPU machine). `make build-cuda` also runs them against
+// testdata/fakecuda.c, a libcuda.so.1 over host memory that keeps the real driver's rules that
+// matter here (a current context for every call, cuMemMap only from offset 0, no access before
+// cuMemSetAccess, memory shared by every range that maps it), so CI exercises this package, its C
+// layer and the engine on it without a GPU.
+//
 // # Safety of unmapping
 //
 // cuMemUnmap does not wait for kernels still queued on the range. Unmap therefore synchronises the

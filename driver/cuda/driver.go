@@ -146,6 +146,15 @@ func (d *Driver) Create(size uint64) (stitch.PhysHandle, error) {
 	if size == 0 {
 		return 0, fmt.Errorf("cuMemCreate: %w: 0", ErrGranularity)
 	}
+	// Creating chunk by chunk, a request the device cannot hold would create (and then release)
+	// every chunk it can before failing: tens of thousands on an H200. Ask first.
+	var free, total C.size_t
+	if err := check("cuMemGetInfo", C.gm_mem_info(d.ctx, &free, &total)); err != nil {
+		return 0, err
+	}
+	if size > uint64(free) {
+		return 0, fmt.Errorf("cuMemCreate: %d bytes asked, %d of %d free: %w", size, uint64(free), uint64(total), stitch.ErrOutOfMemory)
+	}
 	chunks := make([]C.uint64_t, size/d.granularity)
 	err := check("cuMemCreate", C.gm_create_chunks(d.ctx, C.int(d.ordinal), C.size_t(d.granularity), &chunks[0], C.size_t(len(chunks))))
 	if err != nil {

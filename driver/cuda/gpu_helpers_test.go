@@ -3,6 +3,7 @@
 package cuda_test
 
 import (
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -55,6 +56,9 @@ func readBack(t *testing.T, d interface{ CopyFromDevice([]byte, uintptr) error }
 func sameBytes(t *testing.T, want, got []byte, what string) {
 	t.Helper()
 	require.Len(t, got, len(want), what)
+	if bytes.Equal(want, got) {
+		return
+	}
 	for i := range want {
 		if want[i] != got[i] {
 			t.Errorf("%s: first difference at byte %d of %d: want %#x got %#x", what, i, len(want), want[i], got[i])
