@@ -1,8 +1,11 @@
 package shardsim
 
 import (
+	"compress/gzip"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/dist/zero"
+	"github.com/gmlake/gmlake/trace"
 )
 
 // ParseWorkload reads "PRESET:MODE:STAGE[:ckpt]", e.g. "opt-1.3b:full:2:ckpt" or
@@ -49,6 +53,7 @@ type Study struct {
 	MaxRanks   int           // measure at most this many ranks per world size (spread evenly, first and last included); 0 = all
 	Workers    int           // parallel replays (default 1)
 	TimeLimit  time.Duration // per minimum-capacity bisection; 0 = none
+	TraceDir   string        // when set, every generated trace is also written there (see TraceFile)
 	Logger     *slog.Logger
 }
 
@@ -125,6 +130,11 @@ func (s Study) Run() ([]Row, error) {
 				if err != nil {
 					return nil, err
 				}
+				if s.TraceDir != "" {
+					if err := writeTrace(filepath.Join(s.TraceDir, TraceFile(w)), t); err != nil {
+						return nil, err
+					}
+				}
 				p, err := bench.Prepare(fmt.Sprintf("%s/N%d/rank%d", w.Name(), n, me), t)
 				if err != nil {
 					return nil, err
@@ -198,4 +208,29 @@ func fold(row *Row, rep bench.Report) {
 	if rep.SteadyDriverCallsPerIter != nil {
 		row.SteadyDriverCalls = max(row.SteadyDriverCalls, *rep.SteadyDriverCallsPerIter)
 	}
+}
+
+// TraceFile names the trace of w's rank: "<workload>-N<ranks>-rank<me>.trace.gz", the text format
+// of package trace, gzip'd, as bench/cmd/gmlake-bench and bench/cmd/gpu-replay read it.
+func TraceFile(w Workload) string {
+	return fmt.Sprintf("%s-N%d-rank%d.trace.gz", w.Name(), w.Ranks, w.Me)
+}
+
+func writeTrace(path string, t *trace.Trace) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("shardsim: %w", err)
+	}
+	zw := gzip.NewWriter(f)
+	err = trace.Write(zw, t)
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("shardsim: writing %s: %w", path, err)
+	}
+	return nil
 }

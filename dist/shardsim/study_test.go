@@ -1,6 +1,7 @@
 package shardsim
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/dist/zero"
+	"github.com/gmlake/gmlake/trace"
 )
 
 func TestRanksToMeasure(t *testing.T) {
@@ -23,7 +25,8 @@ func TestStudyTakesTheWorstRank(t *testing.T) {
 	specs, err := bench.SimSpecs([]string{"gmlake", "caching"})
 	require.NoError(t, err)
 	base := small(zero.Stage2, false, true, 0, 0)
-	st := Study{Workloads: []Workload{base}, WorldSizes: []int{1, 3}, Allocators: specs, Workers: 2}
+	dir := t.TempDir()
+	st := Study{Workloads: []Workload{base}, WorldSizes: []int{1, 3}, Allocators: specs, Workers: 2, TraceDir: dir}
 	rows, err := st.Run()
 	require.NoError(t, err)
 	require.Len(t, rows, 4)
@@ -38,6 +41,9 @@ func TestStudyTakesTheWorstRank(t *testing.T) {
 			w.Ranks, w.Me = row.Ranks, me
 			tr, _, err := Generate(w)
 			require.NoError(t, err)
+			written, err := trace.ReadFile(filepath.Join(dir, TraceFile(w)))
+			require.NoError(t, err, "the study wrote every trace it replayed")
+			assert.Equal(t, tr.Events, written.Events)
 			p, err := bench.Prepare("t", tr)
 			require.NoError(t, err)
 			rep, err := bench.Measure(p, spec, bench.MeasureOptions{})

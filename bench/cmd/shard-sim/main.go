@@ -4,7 +4,8 @@
 // active and peak reserved bytes, fragmentation and minimum capacity over peak active.
 //
 //	shard-sim [--workload PRESET:full|lora:STAGE[:ckpt]]... [--ranks 1,2,4,8,16]
-//	    [--allocators gmlake,gorgonia,caching] [--max-ranks K] [--markdown FILE] [--quiet] [--verbose]
+//	    [--allocators gmlake,gorgonia,caching] [--max-ranks K] [--markdown FILE] [--write-traces DIR]
+//	    [--quiet] [--verbose]
 //
 // Every row is printed as a JSON line on stdout; --markdown writes the tables.
 package main
@@ -37,6 +38,7 @@ type cli struct {
 	Workers    int           `default:"0" help:"Parallel replays (0: one per CPU)."`
 	TimeLimit  time.Duration `name:"time-limit" default:"60s" help:"Limit of each minimum-capacity bisection."`
 	Markdown   string        `type:"path" help:"Write the tables to this file."`
+	Traces     string        `name:"write-traces" type:"path" help:"Also write every rank's trace into this folder (for gmlake-bench or gpu-replay)."`
 	Quiet      bool          `help:"No JSON lines on stdout."`
 	Verbose    bool          `help:"Log every replay on stderr."`
 }
@@ -52,7 +54,8 @@ func main() {
 }
 
 func (c *cli) study(progress io.Writer) (shardsim.Study, error) {
-	st := shardsim.Study{WorldSizes: c.Ranks, MaxRanks: c.MaxRanks, Workers: c.Workers, TimeLimit: c.TimeLimit}
+	st := shardsim.Study{WorldSizes: c.Ranks, MaxRanks: c.MaxRanks, Workers: c.Workers, TimeLimit: c.TimeLimit,
+		TraceDir: c.Traces}
 	if st.Workers == 0 {
 		st.Workers = runtime.NumCPU()
 	}
@@ -83,6 +86,11 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 	st, err := c.study(progress)
 	if err != nil {
 		return err
+	}
+	if c.Traces != "" {
+		if err := os.MkdirAll(c.Traces, 0o755); err != nil {
+			return err
+		}
 	}
 	rows, err := st.Run()
 	if err != nil {

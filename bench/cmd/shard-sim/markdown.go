@@ -28,7 +28,9 @@ func writeMarkdown(w io.Writer, c *cli, rows []shardsim.Row) error {
 	b.WriteString("Every figure is the worst over the ranks measured: peak active and peak reserved in GiB, " +
 		"fragmentation = 1 − peak active / peak reserved (uncapped), cap/act = smallest capacity " +
 		"(bisected to 2 MiB) that replays the trace without running out of memory, over peak active; " +
-		"1.000 is the physical limit. Shard = optimizer moments + fp32 master weights one rank holds.\n")
+		"1.000 is the physical limit. Shard = optimizer moments + fp32 master weights one rank holds. " +
+		"calls/it = driver (VMM) calls per steady-state iteration (3 on) of the worst rank, for gmlake; " +
+		"new sequence lengths keep asking for sizes not seen before, which cost stitches.\n")
 	var allocs []string
 	for _, r := range rows {
 		if r.Workload == rows[0].Workload && r.Ranks == rows[0].Ranks {
@@ -41,13 +43,17 @@ func writeMarkdown(w io.Writer, c *cli, rows []shardsim.Row) error {
 		for _, a := range allocs {
 			fmt.Fprintf(&b, " %s: reserved | %s: frag | %s: cap/act |", a, a, a)
 		}
-		b.WriteString("\n|---|---|---|---|" + strings.Repeat("---|---|---|", len(allocs)) + "\n")
+		b.WriteString(" gmlake: calls/it |\n|---|---|---|---|" + strings.Repeat("---|---|---|", len(allocs)) + "---|\n")
 		for i < len(rows) && rows[i].Workload == wl {
 			r := rows[i]
 			br := r.Breakdown
 			fmt.Fprintf(&b, "| %d | %d | %s | %s |", r.Ranks, len(r.Measured), gib(uint64(br.Optimizer+br.Master)), gib(r.PeakActive))
+			calls := "–"
 			for range allocs {
 				r := rows[i]
+				if r.Allocator == "gmlake" {
+					calls = fmt.Sprintf("%.1f", r.SteadyDriverCalls)
+				}
 				exact := ""
 				if !r.Exact {
 					exact = " ≤"
@@ -55,7 +61,7 @@ func writeMarkdown(w io.Writer, c *cli, rows []shardsim.Row) error {
 				fmt.Fprintf(&b, " %s | %.3f |%s %.3f |", gib(r.PeakReserved), r.Fragmentation, exact, r.CapacityOverActive)
 				i++
 			}
-			b.WriteString("\n")
+			fmt.Fprintf(&b, " %s |\n", calls)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
