@@ -20,6 +20,23 @@
 // next Run or Close. Temporaries an op needs (row statistics, per-row losses, index vectors) come
 // from the same allocator and die within the op, as they would in an eager framework.
 //
-// This is the GPU twin of train/vm's plain program; recomputation and offload (train/vm's program
-// rewrites) are not applied here yet.
+// The run is a compiled program of load, exec, offload and restore steps, the GPU twin of
+// train/vm's: with forward roots and the models' blocks (NewTrainer sets both), WithRecompute drops
+// each block's inner forward values after their last forward use and runs the block's forward
+// again right before backward first needs them; WithOffload copies each block's saved values to
+// pinned host memory (asynchronously, on the one stream) after the block's forward, frees them, and
+// restores them into fresh buffers before backward first reads them. Both only move or repeat
+// deterministic computations, so losses match the plain program's. Values are released per
+// instance, and a buffer (shared by a node and its reshapes) returns to the allocator with its
+// last value.
+//
+// # Build tags
+//
+// The project's CUDA code builds under the `cuda` tag, but gorgonia.org/gorgonia uses that same
+// tag for its own CUDA engine, which needs cuDNN 8 headers (Debian ships none, cuDNN 9 is
+// incompatible): no binary importing gorgonia can be built with -tags cuda. So every GPU-side
+// package that does not import gorgonia (driver/cuda, gpu, gpu/pool, the CUDA default driver of
+// package gmlake) builds under `cuda || gmlakegpu`, and the packages that run Gorgonia graphs on
+// the GPU (this one, gpu/cmd/gpu-train) build under `gmlakegpu` only. Build binaries that train
+// on the GPU with -tags gmlakegpu; -tags cuda stays the tag for everything else.
 package graphexec

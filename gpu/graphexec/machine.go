@@ -24,74 +24,73 @@ type Machine struct {
 	index  map[int64]int
 	inputs [][]int // per node, the indices of its inputs in argument order
 	descs  []Desc  // per op node
-	buf    []int   // per node, the node whose buffer it uses (itself, or a reshape's source)
-	last   []int   // per buffer owner, the last instruction reading it; len(nodes) for outputs
+	prog   []instr
 	output map[int]bool
 	bound  map[int]*gpu.Tensor
 
 	vals   []*gpu.Tensor // current device value per node, nil when not live
-	owned  []bool        // per buffer owner: whether the Machine allocated it (and must free it)
+	bufs   []*buffer     // the buffer behind each live value (shared by views)
 	ints   map[int][]int // integer inputs (token ids), kept on the host
+	pinned map[int]*gpu.PinnedBuffer
 	tables map[string][2]*gpu.Tensor
 	posIDs map[string]*gpu.Ids
+	counts Counts
+}
+
+// buffer is one device allocation with the number of live values (the node that made it and the
+// reshapes of it) that use it.
+type buffer struct {
+	t     *gpu.Tensor
+	refs  int
+	owned bool // allocated by the Machine (not a bound tensor), so freed with its last value
+}
+
+// Counts are the Machine's program steps of the last Run, by kind.
+type Counts struct {
+	Execs, Recomputes, Offloads, Restores int
+	OffloadedBytes                        uint64
 }
 
 // New compiles g for d. outputs are the nodes whose values Value reads after Run (loss, gradients);
 // every op node that no output depends on is still run (the models' graphs have none).
 func New(d *gpu.Device, g *gorgonia.ExprGraph, outputs ...*gorgonia.Node) (*Machine, error) {
-	sorted, err := gorgonia.Sort(g)
+	return Compile(d, g, WithOutputs(outputs...))
+}
+
+// Compile compiles g for d into a program of load, exec, offload and restore steps (see the
+// options); every buffer is freed right after the last step that reads it.
+func Compile(d *gpu.Device, g *gorgonia.ExprGraph, opts ...Option) (*Machine, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	sorted, index, pl, err := analyse(g, &cfg)
 	if err != nil {
-		return nil, fmt.Errorf("graphexec: sorting the graph: %w", err)
+		return nil, err
 	}
-	slices.Reverse(sorted)
-	m := &Machine{dev: d, nodes: sorted, index: make(map[int64]int, len(sorted)), output: map[int]bool{},
-		bound: map[int]*gpu.Tensor{}, ints: map[int][]int{}, tables: map[string][2]*gpu.Tensor{},
-		posIDs: map[string]*gpu.Ids{}}
-	for i, n := range sorted {
-		m.index[n.ID()] = i
-	}
-	m.inputs = make([][]int, len(sorted))
+	m := &Machine{dev: d, nodes: sorted, index: index, output: map[int]bool{},
+		bound: map[int]*gpu.Tensor{}, ints: map[int][]int{}, pinned: map[int]*gpu.PinnedBuffer{},
+		tables: map[string][2]*gpu.Tensor{}, posIDs: map[string]*gpu.Ids{}}
+	m.inputs = pl.inputs
 	m.descs = make([]Desc, len(sorted))
-	m.buf = make([]int, len(sorted))
 	var unsupported []error
 	for i, n := range sorted {
-		m.buf[i] = i
-		for it := g.From(n.ID()); it.Next(); {
-			m.inputs[i] = append(m.inputs[i], m.index[it.Node().ID()])
-		}
 		if n.Op() == nil {
 			continue
 		}
 		if m.descs[i], err = Describe(n.Op()); err != nil {
 			unsupported = append(unsupported, fmt.Errorf("node %v: %w", n, err))
-			continue
-		}
-		if m.descs[i].Kind == KindReshape {
-			m.buf[i] = m.buf[m.inputs[i][0]]
 		}
 	}
 	if err := errors.Join(unsupported...); err != nil {
 		return nil, err
 	}
-	for _, o := range outputs {
-		i, ok := m.index[o.ID()]
-		if !ok {
-			return nil, fmt.Errorf("graphexec: output %v is not in the graph", o)
-		}
-		m.output[i] = true
+	for _, o := range cfg.outputs {
+		m.output[m.index[o.ID()]] = true
 	}
-	m.last = make([]int, len(sorted))
-	for i := range sorted {
-		m.last[m.buf[i]] = max(m.last[m.buf[i]], i) // a node's own instruction counts as a use
-		for _, in := range m.inputs[i] {
-			m.last[m.buf[in]] = max(m.last[m.buf[in]], i)
-		}
-	}
-	for i := range m.output {
-		m.last[m.buf[i]] = len(sorted)
-	}
+	m.prog = pl.compile(cfg.recompute, cfg.offload)
 	m.vals = make([]*gpu.Tensor, len(sorted))
-	m.owned = make([]bool, len(sorted))
+	m.bufs = make([]*buffer, len(sorted))
 	return m, nil
 }
 
@@ -109,50 +108,75 @@ func (m *Machine) Bind(n *gorgonia.Node, t *gpu.Tensor) error {
 	return nil
 }
 
+// Counts returns the steps of the last Run by kind.
+func (m *Machine) Counts() Counts { return m.counts }
+
 // Run executes the graph once. Values of the previous Run's outputs are released first.
 func (m *Machine) Run() error {
 	if err := m.release(); err != nil {
 		return err
 	}
-	for i, n := range m.nodes {
-		if err := m.step(i, n); err != nil {
-			return fmt.Errorf("graphexec: %v: %w", n, err)
+	m.counts = Counts{}
+	for _, in := range m.prog {
+		if err := m.step(in); err != nil {
+			return fmt.Errorf("graphexec: %v %v: %w", in.code, m.nodes[in.node], err)
 		}
-		if err := m.freeAfter(i); err != nil {
+		var errs []error
+		for _, r := range in.release {
+			errs = append(errs, m.drop(r))
+		}
+		if err := errors.Join(errs...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (m *Machine) step(i int, n *gorgonia.Node) error {
-	if n.Op() == nil {
+func (m *Machine) step(in instr) error {
+	i, n := in.node, m.nodes[in.node]
+	switch in.code {
+	case opLoad:
 		return m.loadInput(i, n)
+	case opOffload:
+		return m.offload(i)
+	case opRestore:
+		return m.restore(i)
+	}
+	m.counts.Execs++
+	if in.recompute {
+		m.counts.Recomputes++
 	}
 	desc := m.descs[i]
-	in := make([]*gpu.Tensor, len(m.inputs[i]))
+	args := make([]*gpu.Tensor, len(m.inputs[i]))
 	for k, j := range m.inputs[i] {
-		in[k] = m.vals[j] // nil for integer inputs
+		args[k] = m.vals[j] // nil for integer inputs
+		if args[k] == nil {
+			if _, ok := m.ints[j]; !ok {
+				return fmt.Errorf("input %v has no live value", m.nodes[j])
+			}
+		}
 	}
 	if desc.Kind == KindReshape {
-		v, err := in[0].Reshape([]int(n.Shape())...)
+		v, err := args[0].Reshape([]int(n.Shape())...)
 		if err != nil {
 			return err
 		}
-		m.vals[i] = v
+		b := m.bufs[m.inputs[i][0]]
+		b.refs++
+		m.vals[i], m.bufs[i] = v, b
 		return nil
 	}
 	out, err := m.dev.NewTensor([]int(n.Shape())...)
 	if err != nil {
 		return err
 	}
-	m.vals[i], m.owned[i] = out, true
-	return m.exec(i, desc, out, in)
+	m.vals[i], m.bufs[i] = out, &buffer{t: out, refs: 1, owned: true}
+	return m.exec(i, desc, out, args)
 }
 
 func (m *Machine) loadInput(i int, n *gorgonia.Node) error {
 	if t, ok := m.bound[i]; ok {
-		m.vals[i] = t
+		m.vals[i], m.bufs[i] = t, &buffer{t: t, refs: 1}
 		return nil
 	}
 	v, ok := n.Value().(*tensor.Dense)
@@ -165,7 +189,7 @@ func (m *Machine) loadInput(i int, n *gorgonia.Node) error {
 		if err != nil {
 			return err
 		}
-		m.vals[i], m.owned[i] = t, true
+		m.vals[i], m.bufs[i] = t, &buffer{t: t, refs: 1, owned: true}
 	case []int:
 		m.ints[i] = data
 	default:
@@ -174,28 +198,58 @@ func (m *Machine) loadInput(i int, n *gorgonia.Node) error {
 	return nil
 }
 
-// freeAfter frees every buffer whose last reader is instruction i.
-func (m *Machine) freeAfter(i int) error {
-	var errs []error
-	check := func(j int) {
-		owner := m.buf[j]
-		if m.last[owner] == i && m.vals[owner] != nil {
-			if m.owned[owner] {
-				errs = append(errs, m.vals[owner].Free())
+// offload queues a copy of node i's value into its pinned host buffer and drops the device value;
+// the freed block may serve the next allocation at once, since the copy is queued before any
+// later work on the one stream.
+func (m *Machine) offload(i int) error {
+	v := m.vals[i]
+	if v == nil {
+		return fmt.Errorf("offload of a value that is not live")
+	}
+	pb := m.pinned[i]
+	if pb == nil || len(pb.Data()) < v.Len() {
+		if pb != nil {
+			if err := pb.Free(); err != nil {
+				return err
 			}
-			m.vals[owner], m.owned[owner] = nil, false
 		}
-	}
-	check(i)
-	for _, j := range m.inputs[i] {
-		check(j)
-	}
-	for j, v := range m.vals { // views die with their buffer
-		if v != nil && m.buf[j] != j && m.vals[m.buf[j]] == nil {
-			m.vals[j] = nil
+		var err error
+		if pb, err = m.dev.NewPinned(v.Len()); err != nil {
+			return err
 		}
+		m.pinned[i] = pb
 	}
-	return errors.Join(errs...)
+	if err := m.dev.Offload(pb, v); err != nil {
+		return err
+	}
+	m.counts.Offloads++
+	m.counts.OffloadedBytes += uint64(v.Len()) * 4
+	return m.drop(i)
+}
+
+// restore copies node i's offloaded value back into a fresh buffer.
+func (m *Machine) restore(i int) error {
+	t, err := m.dev.NewTensor([]int(m.nodes[i].Shape())...)
+	if err != nil {
+		return err
+	}
+	m.vals[i], m.bufs[i] = t, &buffer{t: t, refs: 1, owned: true}
+	m.counts.Restores++
+	return m.dev.Restore(t, m.pinned[i])
+}
+
+// drop ends node i's current value; its buffer is freed with the last value that uses it.
+func (m *Machine) drop(i int) error {
+	b := m.bufs[i]
+	m.vals[i], m.bufs[i] = nil, nil
+	if b == nil {
+		delete(m.ints, i)
+		return nil
+	}
+	if b.refs--; b.refs == 0 && b.owned {
+		return b.t.Free()
+	}
+	return nil
 }
 
 // Value downloads the value of output n from the last Run.
@@ -218,11 +272,10 @@ func (m *Machine) Tensor(n *gorgonia.Node) (*gpu.Tensor, error) {
 
 func (m *Machine) release() error {
 	var errs []error
-	for i, v := range m.vals {
-		if v != nil && m.owned[i] {
-			errs = append(errs, v.Free())
+	for i := range m.vals {
+		if m.bufs[i] != nil {
+			errs = append(errs, m.drop(i))
 		}
-		m.vals[i], m.owned[i] = nil, false
 	}
 	clear(m.ints)
 	return errors.Join(errs...)
@@ -237,8 +290,12 @@ func (m *Machine) Close() error {
 	for _, ids := range m.posIDs {
 		errs = append(errs, ids.Free())
 	}
+	for _, pb := range m.pinned {
+		errs = append(errs, pb.Free())
+	}
 	clear(m.tables)
 	clear(m.posIDs)
+	clear(m.pinned)
 	return errors.Join(errs...)
 }
 

@@ -1,0 +1,89 @@
+package graphexec
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gmlake/gmlake/models"
+)
+
+// TestProgramRewrites compiles a small GPT-2 graph with LoRA plain, with recomputation, with
+// offload and with both, and simulates each program: every step must read only live values, the
+// same outputs must survive, recomputation must lower the peak of live activation bytes and add
+// recompute steps, offload must lower it too with one restore per offload.
+func TestProgramRewrites(t *testing.T) {
+	cfg, err := models.Preset("gpt2-tiny")
+	require.NoError(t, err)
+	cfg.Layers = 4
+	w, err := models.InitWeights(cfg, 1, nil)
+	require.NoError(t, err)
+	g, err := models.Build(w, models.BuildOptions{Batch: 2, Seq: 32,
+		LoRA: &models.LoRA{Rank: 4, Alpha: 8, Targets: []string{"c_attn"}, Seed: 1}})
+	require.NoError(t, err)
+
+	peaks := map[string]int64{}
+	for _, tc := range []struct {
+		name               string
+		recompute, offload bool
+	}{{"plain", false, false}, {"recompute", true, false}, {"offload", false, true}, {"both", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := config{}
+			for _, o := range []Option{WithOutputs(g.Loss), WithOutputs(g.Grads...), WithForward(g.Loss),
+				WithBlocks(g.BlockOf, g.BlockInputs), WithRecompute(tc.recompute), WithOffload(tc.offload)} {
+				o(&c)
+			}
+			sorted, _, pl, err := analyse(g.G, &c)
+			require.NoError(t, err)
+			prog := pl.compile(c.recompute, c.offload)
+			bytes := func(i int) int64 { return int64(sorted[i].Shape().TotalSize()) * 4 }
+			isView := func(i int) bool {
+				d, err := Describe(sorted[i].Op())
+				return err == nil && d.Kind == KindReshape
+			}
+			peak := pl.peakLive(prog, bytes, isView)
+			require.Positive(t, peak, "a step reads a value that is not live")
+			peaks[tc.name] = peak
+
+			count := map[opcode]int{}
+			recomputes := 0
+			kept := map[int]bool{}
+			for _, in := range prog {
+				count[in.code]++
+				if in.recompute {
+					recomputes++
+				}
+				kept[in.node] = true
+			}
+			for i := range sorted {
+				if pl.output[i] {
+					assert.True(t, kept[i], "output %v is computed", sorted[i])
+				}
+			}
+			assert.Equal(t, tc.recompute, recomputes > 0, "recompute steps")
+			assert.Equal(t, tc.offload, count[opOffload] > 0, "offload steps")
+			assert.Equal(t, count[opOffload], count[opRestore], "one restore per offload")
+		})
+	}
+	t.Logf("peak live activation bytes: %v", peaks)
+	assert.Less(t, peaks["recompute"], peaks["plain"])
+	assert.Less(t, peaks["offload"], peaks["plain"])
+	assert.LessOrEqual(t, peaks["both"], peaks["recompute"])
+}
+
+// TestCompileNeedsBlocks: recomputation without forward roots or blocks is an error, not a silent
+// plain program.
+func TestCompileNeedsBlocks(t *testing.T) {
+	cfg, err := models.Preset("gpt2-tiny")
+	require.NoError(t, err)
+	w, err := models.InitWeights(cfg, 1, nil)
+	require.NoError(t, err)
+	g, err := models.Build(w, models.BuildOptions{Batch: 1, Seq: 8})
+	require.NoError(t, err)
+	c := config{}
+	WithRecompute(true)(&c)
+	WithOutputs(g.Loss)(&c)
+	_, _, _, err = analyse(g.G, &c)
+	assert.ErrorIs(t, err, ErrUnsupported)
+}

@@ -1,0 +1,128 @@
+//go:build cuda || gmlakegpu
+
+package pool
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/driver/cuda"
+	"github.com/gmlake/gmlake/stitch"
+)
+
+// Names are the allocators New knows, in the order results list them.
+var Names = []string{"gmlake", "gorgonia", "direct"}
+
+// ErrUnknown is returned by New for a name not in Names.
+var ErrUnknown = errors.New("pool: unknown allocator")
+
+// Pool is device memory for a gpu.Device, with the counters the comparison reports.
+type Pool interface {
+	Name() string
+	Alloc(size uint64, s stitch.Stream) (uintptr, error)
+	Free(ptr uintptr, size uint64) error
+	// Reserved is the device memory held now; PeakReserved its high-water mark. For "gorgonia" both
+	// are the arena's high-water mark: the smallest arena that would have served the run (the arena
+	// itself, the capacity, is taken whole at the start).
+	Reserved() uint64
+	PeakReserved() uint64
+	// DriverCalls counts the CUDA calls made for memory so far (VMM calls for gmlake,
+	// cuMemAlloc/cuMemFree for the others).
+	DriverCalls() uint64
+	Close() error
+}
+
+// New returns the named pool over drv holding at most capacity bytes (0: the device's memory, and
+// for "gorgonia" an arena of 80% of the free memory).
+func New(name string, drv *cuda.Driver, capacity uint64) (Pool, error) {
+	switch name {
+	case "gmlake":
+		var opts []stitch.Option
+		if capacity > 0 {
+			opts = append(opts, stitch.WithCapacity(capacity))
+		}
+		e, err := stitch.New(drv, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return engine{e}, nil
+	case "gorgonia":
+		arena := capacity
+		if arena == 0 {
+			free, _, err := drv.MemInfo()
+			if err != nil {
+				return nil, err
+			}
+			arena = free / 5 * 4
+		}
+		f, err := bench.NewFirstFit(&device{drv: drv}, arena)
+		if err != nil {
+			return nil, err
+		}
+		return &peaked{Allocator: f}, nil
+	case "direct":
+		return &peaked{Allocator: bench.NewDirect(&device{drv: drv, capacity: capacity})}, nil
+	}
+	return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknown, name, Names)
+}
+
+// engine is the stitching engine as a Pool.
+type engine struct{ *stitch.Engine }
+
+func (engine) Name() string                     { return "gmlake" }
+func (e engine) Reserved() uint64               { return e.Stats().ReservedBytes }
+func (e engine) PeakReserved() uint64           { return e.Stats().PeakReservedBytes }
+func (e engine) DriverCalls() uint64            { return e.Stats().TotalDriverCalls() }
+func (e engine) Free(p uintptr, n uint64) error { return e.Engine.Free(p, n) }
+
+// peaked adds the peak of Reserved to a bench allocator.
+type peaked struct {
+	bench.Allocator
+	peak uint64
+}
+
+func (p *peaked) Alloc(size uint64, s stitch.Stream) (uintptr, error) {
+	ptr, err := p.Allocator.Alloc(size, s)
+	if err == nil {
+		p.peak = max(p.peak, p.Allocator.Reserved())
+	}
+	return ptr, err
+}
+
+func (p *peaked) PeakReserved() uint64 { return p.peak }
+
+// device is cuMemAlloc/cuMemFree (driver/cuda) as a bench.Device, refusing to hold more than
+// capacity bytes (rounded as cudaMalloc rounds, to 512) when capacity > 0.
+type device struct {
+	drv      *cuda.Driver
+	capacity uint64
+	used     uint64
+	sizes    map[uintptr]uint64
+}
+
+func (d *device) Malloc(size uint64) (uintptr, error) {
+	n := (size + 511) / 512 * 512
+	if d.capacity > 0 && d.used+n > d.capacity {
+		return 0, fmt.Errorf("cuMemAlloc %d bytes with %d of %d in use: %w", size, d.used, d.capacity, bench.ErrOutOfMemory)
+	}
+	p, err := d.drv.MemAlloc(size)
+	if err != nil {
+		return 0, err
+	}
+	if d.sizes == nil {
+		d.sizes = map[uintptr]uint64{}
+	}
+	d.sizes[p] = n
+	d.used += n
+	return p, nil
+}
+
+func (d *device) Free(ptr uintptr) error {
+	if err := d.drv.MemFree(ptr); err != nil {
+		return err
+	}
+	d.used -= d.sizes[ptr]
+	delete(d.sizes, ptr)
+	return nil
+}
