@@ -11,7 +11,8 @@ type slot struct {
 	h       PhysHandle
 	hoff    uint64
 	present bool
-	views   int32 // views that map this chunk besides the arena
+	blocked bool  // an orphaned mapping (a failed rollback) still covers this empty slot
+	views   int32 // views (and orphaned view ranges) that map this chunk besides the arena
 }
 
 // physAlloc is one driver allocation (one Create), mapped at consecutive arena slots.
@@ -32,7 +33,7 @@ func (e *Engine) grow(n uint64) error {
 	need := n
 	if e.holes > 0 {
 		for i := uint64(0); i < uint64(len(e.slots)) && need > 0; i++ {
-			if e.slots[i].present {
+			if e.slots[i].present || e.slots[i].blocked {
 				continue
 			}
 			if k := len(runs) - 1; k >= 0 && runs[k].first+runs[k].n == i {
@@ -105,8 +106,10 @@ func (e *Engine) undoRun(pa physAlloc, mapped bool) {
 	if mapped {
 		if err := e.drv.unmap(e.arenaBase+uintptr(pa.first*e.g), pa.n*e.g); err != nil {
 			e.log.Error("stitch: unmap during rollback failed; chunk kept as orphan", "err", err)
-			e.orphans = append(e.orphans, orphan{h: pa.h, addr: e.arenaBase + uintptr(pa.first*e.g), size: pa.n * e.g, mapped: true})
+			e.orphans = append(e.orphans, orphan{h: pa.h, addr: e.arenaBase + uintptr(pa.first*e.g), size: pa.n * e.g,
+				mapped: true, slots: [2]uint64{pa.first, pa.n}})
 			e.orphanBytes += pa.n * e.g
+			e.blockSlots(pa.first, pa.n, true)
 			return
 		}
 	}
@@ -123,7 +126,21 @@ type orphan struct {
 	addr   uintptr    // range to unmap (if mapped) or to free (if h == 0)
 	size   uint64
 	mapped bool
-	ev     Event // event to destroy (0: none)
+	ev     Event     // event to destroy (0: none)
+	slots  [2]uint64 // first and count of arena slots the orphaned mapping blocks
+	chunks []uint64  // arena slots whose chunks the orphaned view range still maps
+}
+
+// blockSlots marks arena slots [first, first+n) as covered (or no longer) by an orphaned mapping,
+// so that grow does not map over it.
+func (e *Engine) blockSlots(first, n uint64, on bool) {
+	for uint64(len(e.slots)) < first+n {
+		e.slots = append(e.slots, slot{})
+		e.holes++
+	}
+	for i := first; i < first+n; i++ {
+		e.slots[i].blocked = on
+	}
 }
 
 // releasable reports whether physical allocation pa can be given back: every byte loose, no view

@@ -229,6 +229,15 @@ func (e *Engine) checkPhysical(c *checker) {
 			}
 		} else {
 			holes++
+			if s.blocked {
+				blocked := false
+				for _, o := range e.orphans {
+					blocked = blocked || o.slots[1] > 0 && uint64(i) >= o.slots[0] && uint64(i) < o.slots[0]+o.slots[1]
+				}
+				if !blocked {
+					c.fail("slot %d blocked by no orphan", i)
+				}
+			}
 			if s.views != 0 {
 				c.fail("empty slot %d mapped by %d views", i, s.views)
 			}
@@ -250,6 +259,11 @@ func (e *Engine) checkPhysical(c *checker) {
 
 func (e *Engine) checkViews(c *checker) {
 	views := make([]int32, len(e.slots))
+	for _, o := range e.orphans {
+		for _, ch := range o.chunks {
+			views[ch]++
+		}
+	}
 	var bytes uint64
 	for base, v := range e.views {
 		bytes += v.vsize

@@ -496,6 +496,7 @@ func (e *Engine) EmptyCache() error {
 }
 
 func (e *Engine) emptyCache() error {
+	_ = e.retryOrphans() // first, so that chunks an orphaned range maps become releasable
 	if err := e.synchronize(); err != nil {
 		return fmt.Errorf("stitch: synchronize before releasing memory: %w", err)
 	}
@@ -545,11 +546,24 @@ func (e *Engine) retryOrphans() error {
 			continue
 		}
 		if o.mapped {
-			if err := e.drv.unmap(o.addr, o.size); err != nil {
+			unmapSize := o.size
+			if o.chunks != nil {
+				unmapSize = uint64(len(o.chunks)) * e.g
+			}
+			if err := e.drv.unmap(o.addr, unmapSize); err != nil {
 				keep(o, err)
 				continue
 			}
 			o.mapped = false
+			if !e.closed && e.slots != nil {
+				for _, c := range o.chunks {
+					e.slots[c].views--
+				}
+				if o.slots[1] > 0 {
+					e.blockSlots(o.slots[0], o.slots[1], false)
+				}
+			}
+			o.chunks, o.slots = nil, [2]uint64{}
 		}
 		if o.h != 0 {
 			if err := e.drv.release(o.h); err != nil {

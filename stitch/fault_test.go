@@ -91,6 +91,50 @@ func TestDriverFaults(t *testing.T) {
 	}
 }
 
+// TestDoubleDriverFaults: a call fails and so does the first call of its rollback. What cannot be
+// given back is kept (its slots and chunks stay blocked), the engine stays consistent and usable,
+// and EmptyCache or Close gives it back later.
+func TestDoubleDriverFaults(t *testing.T) {
+	pairs := []struct{ first, rollback stitch.CallKind }{
+		{stitch.CallSetAccess, stitch.CallUnmap},
+		{stitch.CallMap, stitch.CallUnmap},
+		{stitch.CallMap, stitch.CallFree},
+		{stitch.CallSetAccess, stitch.CallRelease},
+		{stitch.CallMap, stitch.CallRelease},
+	}
+	for _, p := range pairs {
+		for _, n := range []int{1, 2, 4, 7} {
+			t.Run(fmt.Sprintf("%s#%d then %s", p.first, n, p.rollback), func(t *testing.T) {
+				h := newHarness(t, []sim.Option{sim.WithCapacity(64 * MiB)}, stitch.WithStitchBudget(1, 0))
+				h.d.FailNth(p.first, n, nil)
+				h.d.FailNth(p.rollback, 1+int(h.d.Calls()[p.rollback]), nil)
+				for i, o := range faultScript {
+					ctx := fmt.Sprintf("op %d: %v", i, o)
+					var err error
+					switch o.kind {
+					case opAlloc:
+						_, err = h.alloc(o.size, o.stream)
+					case opFree:
+						if len(h.ptrs) > 0 {
+							err = h.free(h.ptrs[o.pick%len(h.ptrs)])
+						}
+					case opEmptyCache:
+						err = h.e.EmptyCache()
+					case opReset:
+						err = h.e.Reset()
+						h.forgetAll()
+					}
+					if err != nil {
+						require.ErrorIs(t, err, sim.ErrInjected, ctx)
+					}
+					h.check(ctx)
+				}
+				h.closeAndCheckLeaks()
+			})
+		}
+	}
+}
+
 // countAtNew is how many calls of kind stitch.New makes itself (it asks MemInfo and reserves the arena).
 func countAtNew(kind stitch.CallKind) int {
 	if kind == stitch.CallReserve {

@@ -57,13 +57,13 @@ func (e *Engine) mapView(pieces []span) (*view, error) {
 			run++
 		}
 		if err := e.drv.mapRange(base+uintptr(mapped*e.g), run*e.g, first.h, first.hoff); err != nil {
-			e.dropRange(base, v.vsize, mapped*e.g)
+			e.dropRange(base, v.vsize, chunks[:mapped])
 			return nil, fmt.Errorf("stitch: map chunks for a stitched block: %w", err)
 		}
 		mapped += run
 	}
 	if err := e.drv.setAccess(base, v.vsize); err != nil {
-		e.dropRange(base, v.vsize, v.vsize)
+		e.dropRange(base, v.vsize, chunks)
 		return nil, fmt.Errorf("stitch: set access on a stitched block: %w", err)
 	}
 	for _, c := range chunks {
@@ -75,12 +75,17 @@ func (e *Engine) mapView(pieces []span) (*view, error) {
 	return v, nil
 }
 
-// dropRange undoes a partly built view: unmaps its first mapped bytes and frees the range.
-func (e *Engine) dropRange(base uintptr, size, mapped uint64) {
-	if mapped > 0 {
-		if err := e.drv.unmap(base, mapped); err != nil {
+// dropRange undoes a partly built view: unmaps the chunks mapped so far (from base on) and frees
+// the range. If the unmap fails the range is kept as an orphan that still counts as mapping them.
+func (e *Engine) dropRange(base uintptr, size uint64, mapped []uint64) {
+	if len(mapped) > 0 {
+		if err := e.drv.unmap(base, uint64(len(mapped))*e.g); err != nil {
 			e.log.Error("stitch: unmap during rollback failed; range kept as orphan", "err", err)
-			e.orphans = append(e.orphans, orphan{addr: base, size: size, mapped: true, h: 0})
+			chunks := slices.Clone(mapped)
+			for _, c := range chunks {
+				e.slots[c].views++
+			}
+			e.orphans = append(e.orphans, orphan{addr: base, size: size, mapped: true, chunks: chunks})
 			e.orphanVirt += size
 			return
 		}
