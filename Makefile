@@ -109,6 +109,37 @@ gpu-graph-build: cuda-headers
 	$(CUDA_ENV) $(GO) test -c -tags cuda -o $(GPU_DIR)/gpu/gpu.test ./gpu
 	$(CUDA_ENV) $(GO) test -c -tags gmlakegpu -o $(GPU_DIR)/gpu/graphexec.test ./gpu/graphexec
 
+# Fine-tuning on the GPU under gmlake, the Gorgonia pool and direct cuMemAlloc (gpu/cmd/gpu-train).
+# gpu-train-build puts the binary, the GPU tests and the fixtures into $(GPU_DIR)/gpu2 (carry that
+# folder to a GPU machine); gpu-train-bench also runs it here, when this machine has the GPU, and
+# rewrites gpu/RESULTS.md. On a GPU machine without Go, from a copy holding $(GPU_DIR)/gpu2:
+# `gpu/tools/gpu-train-results.sh .gpu/gpu2/gpu-train gpu/RESULTS.md $(GPU_TRAIN_FLAGS)`.
+GPU_TRAIN_FLAGS ?= --capacity 12GiB --bisect-limit 25s
+.PHONY: gpu-train-build gpu-train-bench
+gpu-train-build: cuda-headers
+	mkdir -p $(GPU_DIR)/gpu2/fixtures
+	cp -r ../shared/fixtures/hf/gpt2-tiny ../shared/fixtures/hf/llama-tiny $(GPU_DIR)/gpu2/fixtures/
+	$(CUDA_ENV) $(GO) build -tags gmlakegpu -ldflags='-s -w' -o $(GPU_DIR)/gpu2/gpu-train ./gpu/cmd/gpu-train
+	$(CUDA_ENV) $(GO) test -c -tags gmlakegpu -ldflags='-s -w' -o $(GPU_DIR)/gpu2/graphexec.test ./gpu/graphexec
+	$(CUDA_ENV) $(GO) test -c -tags gmlakegpu -ldflags='-s -w' -o $(GPU_DIR)/gpu2/gpu.test ./gpu
+
+gpu-train-bench: gpu-train-build
+	gpu/tools/gpu-train-results.sh $(GPU_DIR)/gpu2/gpu-train gpu/RESULTS.md $(GPU_TRAIN_FLAGS)
+
+# ---- Data parallelism on several GPUs (dist/gpudp over dist/nccl, tag gmlakegpu): dist-gpu-check
+# vets and tests every dist package here (GPU tests skip); dist-gpu-build puts the test binaries and
+# the dp-bench command in $(GPU_DIR)/dist for a machine with several GPUs (see dist/gpudp).
+.PHONY: dist-gpu-check dist-gpu-build
+dist-gpu-check: cuda-headers
+	$(CUDA_ENV) $(GO) vet -tags gmlakegpu ./dist/...
+	$(CUDA_ENV) $(GO) test -tags gmlakegpu -race -count=1 ./dist/...
+
+dist-gpu-build: cuda-headers
+	mkdir -p $(GPU_DIR)/dist
+	$(CUDA_ENV) $(GO) test -c -tags gmlakegpu -o $(GPU_DIR)/dist/gpudp.test ./dist/gpudp
+	$(CUDA_ENV) $(GO) test -c -tags gmlakegpu -o $(GPU_DIR)/dist/nccl.test ./dist/nccl
+	$(CUDA_ENV) $(GO) build -tags gmlakegpu -o $(GPU_DIR)/dist/dp-bench ./dist/cmd/dp-bench
+
 # ---- The main demo: LoRA fine-tuning of a small GPT on gmlake's stitched host memory with
 # recomputation, offload and variable lengths; prints the allocator table and writes the trace and
 # the memory timeline to $(OUT_DIR).

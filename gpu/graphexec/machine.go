@@ -119,7 +119,8 @@ func (m *Machine) Run() error {
 	m.counts = Counts{}
 	for _, in := range m.prog {
 		if err := m.step(in); err != nil {
-			return fmt.Errorf("graphexec: %v %v: %w", in.code, m.nodes[in.node], err)
+			// A failed run (out of memory, typically) frees what it holds, so the caller can go on.
+			return errors.Join(fmt.Errorf("graphexec: %v %v: %w", in.code, m.nodes[in.node], err), m.release())
 		}
 		var errs []error
 		for _, r := range in.release {

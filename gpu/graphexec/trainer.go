@@ -114,6 +114,17 @@ var ErrOtherModel = errors.New("graph of another model")
 // Machine is the compiled machine of g (compiled on first use), for its step counts.
 func (tr *Trainer) Machine(g *models.Graph) (*Machine, error) { return tr.machine(g) }
 
+// DropGraph closes g's machine (its cached tables and live outputs); a later StepGraph on g
+// compiles it again. The Trainer's own graph cannot be dropped.
+func (tr *Trainer) DropGraph(g *models.Graph) error {
+	m, ok := tr.machines[g]
+	if !ok || g == tr.graph {
+		return nil
+	}
+	delete(tr.machines, g)
+	return m.Close()
+}
+
 // Step trains on one batch of token ids (row-major [Batch, Seq]) with the Trainer's graph and
 // returns the loss before the update.
 func (tr *Trainer) Step(ids []int) (float32, error) { return tr.StepGraph(tr.graph, ids) }

@@ -30,6 +30,9 @@ type Pool interface {
 	// DriverCalls counts the CUDA calls made for memory so far (VMM calls for gmlake,
 	// cuMemAlloc/cuMemFree for the others).
 	DriverCalls() uint64
+	// Trim returns cached memory no live block uses to the device (gmlake's EmptyCache; the others
+	// cache nothing they could return: the arena is one allocation, direct caches nothing).
+	Trim() error
 	Close() error
 }
 
@@ -75,6 +78,7 @@ func (e engine) Reserved() uint64               { return e.Stats().ReservedBytes
 func (e engine) PeakReserved() uint64           { return e.Stats().PeakReservedBytes }
 func (e engine) DriverCalls() uint64            { return e.Stats().TotalDriverCalls() }
 func (e engine) Free(p uintptr, n uint64) error { return e.Engine.Free(p, n) }
+func (e engine) Trim() error                    { return e.EmptyCache() }
 
 // peaked adds the peak of Reserved to a bench allocator.
 type peaked struct {
@@ -91,6 +95,7 @@ func (p *peaked) Alloc(size uint64, s stitch.Stream) (uintptr, error) {
 }
 
 func (p *peaked) PeakReserved() uint64 { return p.peak }
+func (p *peaked) Trim() error          { return nil }
 
 // device is cuMemAlloc/cuMemFree (driver/cuda) as a bench.Device, refusing to hold more than
 // capacity bytes (rounded as cudaMalloc rounds, to 512) when capacity > 0.

@@ -1,0 +1,118 @@
+//go:build gmlakegpu
+
+// Command gpu-train fine-tunes randomly initialised transformer models on a GPU with LoRA,
+// per-block recomputation (and optionally offload) and variable sequence lengths, once per memory
+// allocator (package gpu/pool: gmlake's stitching engine, the Gorgonia pool algorithm over one
+// cuMemAlloc arena, direct cuMemAlloc), and reports for each: peak reserved memory, fragmentation,
+// the warm-up and steady-state step times, memory driver calls per step, and the largest batch
+// that trains under a fixed capacity (bisected on the device within the same run).
+//
+//	gpu-train [--models opt-1.3b,gpt2-xl] [--allocators gmlake,gorgonia,direct] [--steps 20]
+//	    [--batch 4] [--seqs 128,256,384,512] [--capacity 40GiB] [--[no-]recompute] [--offload]
+//	    [--bisect-limit 60s] [--json FILE] [--markdown FILE]
+//
+// Every allocator sees the same sequence of shapes and tokens. The first pass over the sequence
+// lengths is the warm-up (every shape's first step: graph compilation, the pools' first growth);
+// the steps after it are the steady state. For the largest batch, each try runs three steps at
+// that batch (the longest length, the shortest, the longest again) on the same device, pool and
+// resident weights (the pool trimmed between tries), doubling from --batch until a try fails,
+// then bisecting.
+//
+// Build with -tags gmlakegpu (see gpu/graphexec's package doc); make gpu-train-bench does it.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/gpu/pool"
+)
+
+type cli struct {
+	Models      []string      `default:"opt-1.3b,gpt2-xl" help:"Model presets (package models) to fine-tune."`
+	Allocators  []string      `default:"gmlake,gorgonia,direct" help:"Allocators to compare."`
+	Steps       int           `default:"20" help:"Training steps per allocator (warm-up included)."`
+	Batch       int           `default:"4" help:"Batch of the timed run (and the start of the batch search)."`
+	Seqs        []int         `default:"128,256,384,512" help:"Sequence lengths, varied from step to step."`
+	Capacity    bench.Bytes   `default:"40GiB" help:"Device memory each allocator may hold (the Gorgonia arena's size)."`
+	Recompute   bool          `default:"true" negatable:"" help:"Per-block activation recomputation."`
+	Offload     bool          `help:"Offload each block's saved activations to pinned host memory."`
+	LoRA        []string      `name:"lora" default:"c_attn,c_fc,c_proj" help:"LoRA targets (rank 16, alpha 32)."`
+	MaxBatch    bool          `default:"true" negatable:"" help:"Search the largest batch under --capacity."`
+	BisectLimit time.Duration `default:"60s" help:"Stop each batch search after this long (the bracket so far is reported)."`
+	JSON        string        `help:"Write one JSON line per run here (default: standard output)."`
+	Markdown    string        `help:"Write the markdown table here (it is also printed to standard error)."`
+}
+
+func main() {
+	var c cli
+	kong.Parse(&c, kong.Name("gpu-train"), kong.UsageOnError(),
+		kong.Description("Fine-tunes models on the GPU under each allocator and compares memory and time."))
+	if err := c.run(os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "gpu-train:", err)
+		os.Exit(1)
+	}
+}
+
+func (c *cli) run(stdout, stderr io.Writer) error {
+	for _, a := range c.Allocators {
+		if !contains(pool.Names, a) {
+			return fmt.Errorf("%w %q", pool.ErrUnknown, a)
+		}
+	}
+	if c.Steps <= len(c.Seqs) {
+		return fmt.Errorf("--steps %d leaves no steady state after %d warm-up steps", c.Steps, len(c.Seqs))
+	}
+	out := stdout
+	if c.JSON != "" {
+		f, err := os.Create(c.JSON)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = f
+	}
+	env, err := openEnv()
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	fmt.Fprintf(stderr, "gpu-train on %s, %s\n", env.device, time.Now().UTC().Format(time.RFC3339))
+	var results []*result
+	enc := json.NewEncoder(out)
+	for _, model := range c.Models {
+		w, err := c.weights(model, stderr)
+		if err != nil {
+			return err
+		}
+		for _, alloc := range c.Allocators {
+			r := c.session(env, model, w, alloc, stderr)
+			results = append(results, r)
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+	}
+	table := c.markdown(env.device, results)
+	fmt.Fprint(stderr, table)
+	if c.Markdown != "" {
+		return os.WriteFile(c.Markdown, []byte(table), 0o644)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
