@@ -25,8 +25,11 @@
 //
 //   - dist/zero: ZeRO-style partitioning of optimizer state (and gradients) across ranks, with a
 //     data-parallel step over N in-process ranks whose collectives are done in Go;
-//   - dist/nccl: NCCL bindings (behind the `cuda` build tag, library opened at run time) for the
-//     same collectives on GPUs;
+//   - dist/nccl: NCCL bindings (behind the `cuda` or `gmlakegpu` build tag, library opened at run
+//     time) for the same collectives on GPUs;
+//   - dist/gpudp: the data-parallel ZeRO-2 trainer on several GPUs (tag `gmlakegpu`): one rank
+//     per GPU, each on its own pool, gradients reduce-scattered over NCCL; dist/cmd/dp-bench
+//     measures it under gmlake, the Gorgonia pool and plain cuMemAlloc;
 //   - dist/shardsim: per-rank allocation traces of a ZeRO data-parallel fine-tuning step, by
-//     simulation, for the allocator benchmarks.
+//     simulation, for the allocator benchmarks (bench/cmd/shard-sim, make shard-sim).
 package dist
