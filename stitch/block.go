@@ -34,7 +34,8 @@ type block struct {
 	newer     *block
 }
 
-// freeList holds cached blocks of one size on one stream, most recently freed first.
+// freeList holds cached blocks of one size on one stream, lowest physical address first, so that a
+// request gets the same block whatever order the frees came in.
 type freeList struct {
 	head *block
 	n    int
@@ -86,8 +87,8 @@ func (l *freeList) unlink(b *block) {
 	l.n--
 }
 
-// ageList orders the cached blocks of one pool (large or small) by time of free, for flushing
-// the oldest first.
+// ageList holds the cached blocks of one pool (large or small) in order of free: the set that
+// flushing and Close walk.
 type ageList struct {
 	oldest, newest *block
 	n              int
@@ -124,3 +125,17 @@ func (a *ageList) unlink(b *block) {
 
 // sizeLists maps a rounded size to its free list, for one stream.
 type sizeLists map[uint64]*freeList
+
+func (e *Engine) newBlock() *block {
+	if b := e.spare; b != nil {
+		e.spare = b.next
+		b.next = nil
+		return b
+	}
+	return &block{}
+}
+
+func (e *Engine) recycle(b *block) {
+	*b = block{next: e.spare}
+	e.spare = b
+}

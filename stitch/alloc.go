@@ -1,0 +1,239 @@
+package stitch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+)
+
+// Alloc returns size bytes usable on stream s.
+func (e *Engine) Alloc(size uint64, s Stream) (uintptr, error) {
+	e.mu.Lock()
+	// The exact-match path: a lookup, a list pop, a flag flip.
+	if s == e.hotStream && size-1 < e.capacity && !e.closed {
+		r := (size + alignment - 1) &^ (alignment - 1)
+		if l := e.hotLists[r]; l != nil && l.head != nil {
+			ptr := e.reuse(l.head, size)
+			e.mu.Unlock()
+			return ptr, nil
+		}
+	}
+	ptr, err := e.allocSlow(size, s)
+	e.mu.Unlock()
+	return ptr, err
+}
+
+// reuse hands cached block b out again for a request of size bytes.
+func (e *Engine) reuse(b *block, size uint64) uintptr {
+	b.list.unlink(b)
+	if b.kind == small {
+		e.smallAge.unlink(b)
+	} else {
+		e.largeAge.unlink(b)
+	}
+	if b.event != 0 {
+		e.dropEvent(b)
+	}
+	e.markLive(b, size)
+	e.outcomes[OutcomeExact]++
+	return b.ptr
+}
+
+func (e *Engine) markLive(b *block, size uint64) {
+	b.live, b.req = true, size
+	e.live += size
+	e.peakLive = max(e.peakLive, e.live)
+	e.liveBlocks++
+}
+
+func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
+	switch {
+	case e.closed:
+		return 0, ErrClosed
+	case size == 0:
+		return 0, ErrInvalidSize
+	case size > e.capacity:
+		return 0, fmt.Errorf("%w: %d bytes asked, capacity %d", ErrTooLarge, size, e.capacity)
+	}
+	r := (size + alignment - 1) &^ (alignment - 1)
+	if s != e.hotStream && !e.multiStream {
+		e.multiStream = true
+		// Blocks freed so far recorded no event: one synchronize covers them.
+		if err := e.synchronize(); err != nil {
+			e.log.Warn("stitch: synchronize on seeing a second stream failed", "err", err)
+		}
+	}
+	if l := e.listFor(r, s); l.head != nil {
+		return e.reuse(l.head, size), nil
+	}
+	var b *block
+	var out Outcome
+	var err error
+	if r < e.cfg.smallThreshold {
+		b, out, err = e.allocSmall(r, s)
+	} else {
+		b, out, err = e.allocLarge(r, s)
+	}
+	if err != nil {
+		var oom *OutOfMemoryError
+		if errors.As(err, &oom) {
+			oom.Requested = size
+		}
+		return 0, err
+	}
+	b.stream = s
+	e.blocks[b.ptr] = b
+	e.markLive(b, size)
+	e.outcomes[out]++
+	return b.ptr, nil
+}
+
+// listFor returns the free list of cached blocks of size r on stream s, making it if needed.
+func (e *Engine) listFor(r uint64, s Stream) *freeList {
+	lists := e.hotLists
+	if s != e.hotStream {
+		if lists = e.otherLists[s]; lists == nil {
+			lists = make(sizeLists)
+			e.otherLists[s] = lists
+		}
+	}
+	l := lists[r]
+	if l == nil {
+		l = &freeList{}
+		lists[r] = l
+	}
+	return l
+}
+
+// allocLarge serves r bytes (r at least the small threshold, or a page) from the large pool.
+func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
+	if b := e.carveLarge(r); b != nil {
+		return b, OutcomeSplit, nil
+	}
+	if v := e.matchView(r); v != nil {
+		return e.takeView(v, 0, r), OutcomeSplit, nil
+	}
+	if v, off := e.findWindow(r); v != nil {
+		return e.takeView(v, off, r), OutcomeSplit, nil
+	}
+	if e.flushUntil(&e.largeAge, r) {
+		if b := e.carveLarge(r); b != nil {
+			return b, OutcomeSplit, nil
+		}
+	}
+	if e.smallAge.n > 0 || len(e.pages) > 0 {
+		// Cached small blocks may pin whole pages.
+		e.flushUntil(&e.smallAge, ^uint64(0))
+		e.releaseEmptyPages()
+		if b := e.carveLarge(r); b != nil {
+			return b, OutcomeSplit, nil
+		}
+	}
+	if v, off := e.findWindow(r); v != nil {
+		return e.takeView(v, off, r), OutcomeSplit, nil
+	}
+	out := OutcomeStitch
+	synced := false
+	for {
+		pieces, reach := e.stitchPlan(r)
+		if pieces != nil {
+			e.log.Debug("stitch: mapping free pieces under a new range", "bytes", r, "pieces", len(pieces),
+				"loose_bytes", e.loose.bytes, "loose_ranges", e.loose.len(), "views", len(e.views))
+			b, err := e.stitch(pieces, r)
+			if err != nil {
+				return nil, 0, err
+			}
+			return b, out, nil
+		}
+		if e.log.Enabled(context.Background(), slog.LevelDebug) {
+			var sliver uint64
+			e.loose.byAddr.walk(func(s span) bool {
+				if roundUp(s.start, e.g) > s.end/e.g*e.g {
+					sliver += s.size()
+				}
+				return true
+			})
+			e.log.Debug("stitch: growing", "bytes", r, "reach", reach, "loose_bytes", e.loose.bytes, "loose_ranges", e.loose.len(),
+				"inside_one_chunk", sliver, "small_free", e.smallFree.bytes, "small_cached", e.smallAge.bytes, "pages", len(e.pages),
+				"live", e.live, "reserved", e.reserved)
+		}
+		err := e.grow((r - reach + e.g - 1) / e.g)
+		if err != nil {
+			if errors.Is(err, ErrOutOfMemory) && !synced && e.multiStream && (e.largeAge.n > 0 || e.smallAge.n > 0) {
+				// Blocks freed on other streams wait for their events: wait for the device once.
+				synced = true
+				if e.synchronize() == nil {
+					e.flushUntil(&e.smallAge, ^uint64(0))
+					e.releaseEmptyPages()
+					e.flushUntil(&e.largeAge, ^uint64(0))
+					if b := e.carveLarge(r); b != nil {
+						return b, OutcomeSplit, nil
+					}
+					continue
+				}
+			}
+			if errors.Is(err, ErrOutOfMemory) {
+				return nil, 0, e.outOfMemory(r, err)
+			}
+			return nil, 0, err
+		}
+		out = OutcomeNewChunks
+		if b := e.carveLarge(r); b != nil {
+			return b, out, nil
+		}
+	}
+}
+
+// carveLarge takes r bytes from the start of the best-fitting loose range.
+func (e *Engine) carveLarge(r uint64) *block {
+	sp, ok := e.loose.bestFit(r)
+	if !ok {
+		return nil
+	}
+	pos := e.placement(sp, r)
+	e.loose.take(pos, pos+r)
+	b := e.newBlock()
+	b.kind, b.pos, b.size, b.ptr = primitive, pos, r, e.arenaBase+uintptr(pos)
+	e.owners.insertWith(span{start: pos, end: pos + r}, b)
+	return b
+}
+
+// placement chooses where in free range sp a block of r bytes goes: at its start or at its end,
+// whichever leaves the free remainder fewer bytes that a stitch could not use. (Ending the block on
+// a chunk boundary inside the range was tried too; on the shared traces it never won.)
+func (e *Engine) placement(sp span, r uint64) uint64 {
+	pos := sp.start
+	loss := e.partialLoss(span{start: sp.start + r, end: sp.end})
+	if e.partialLoss(span{start: sp.start, end: sp.end - r}) < loss {
+		pos = sp.end - r
+	}
+	return pos
+}
+
+// partialLoss is how many bytes of free range s a stitch could not use if s were one of its middle
+// pieces: the parts of s in chunks it shares with other ranges.
+func (e *Engine) partialLoss(s span) uint64 {
+	if s.size() == 0 {
+		return 0
+	}
+	lo, hi := roundUp(s.start, e.g), s.end/e.g*e.g
+	if lo > hi {
+		return s.size()
+	}
+	return lo - s.start + s.end - hi
+}
+
+// outOfMemory describes why r bytes cannot be had; cause is the refusal.
+func (e *Engine) outOfMemory(r uint64, cause error) *OutOfMemoryError {
+	largest, _ := e.loose.largest()
+	_, reach := e.stitchPlan(^uint64(0))
+	free := e.loose.bytes + e.largeAge.bytes + e.smallFree.bytes + e.smallAge.bytes
+	for b := e.largeAge.oldest; b != nil; b = b.newer {
+		largest.end = max(largest.end, largest.start+b.size)
+	}
+	return &OutOfMemoryError{
+		Rounded: r, FreeBytes: free, FreePieces: e.loose.len() + e.largeAge.n + e.smallFree.len() + e.smallAge.n,
+		LargestPiece: largest.size(), Stitchable: reach, Reserved: e.reserved + e.orphanBytes, Capacity: e.capacity, Err: cause,
+	}
+}

@@ -1,0 +1,134 @@
+package stitch
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Free gives back the block at ptr; size must be the size given to Alloc.
+func (e *Engine) Free(ptr uintptr, size uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	b := e.blocks[ptr]
+	switch {
+	case b == nil:
+		e.rejected++
+		return fmt.Errorf("%w: %#x", ErrUnknownPointer, ptr)
+	case !b.live:
+		e.rejected++
+		return fmt.Errorf("%w: %#x", ErrDoubleFree, ptr)
+	case b.req != size:
+		e.rejected++
+		return fmt.Errorf("%w: %#x was allocated with %d bytes, freed with %d", ErrSizeMismatch, ptr, b.req, size)
+	}
+	e.cache(b)
+	return nil
+}
+
+// cache makes live block b a cached block of its size and stream.
+func (e *Engine) cache(b *block) {
+	b.live = false
+	e.live -= b.req
+	e.liveBlocks--
+	b.freeEpoch = e.epoch
+	if e.multiStream {
+		if ev, err := e.drv.recordEvent(b.stream); err == nil {
+			b.event = ev
+		} else {
+			e.log.Warn("stitch: record event failed; the block waits for a synchronize", "err", err)
+		}
+	}
+	if b.list == nil {
+		b.list = e.listFor(b.size, b.stream)
+	}
+	b.list.push(b)
+	if b.kind == small {
+		e.smallAge.pushNewest(b)
+	} else {
+		e.largeAge.pushNewest(b)
+	}
+}
+
+// flushUntil moves flushable cached blocks of one pool to its free ranges, highest address first
+// (a canonical order: the lowest blocks, which free lists hand out first, stay cached), until one
+// free range of at least r bytes forms; it reports whether one did.
+func (e *Engine) flushUntil(age *ageList, r uint64) bool {
+	order := e.flushBuf[:0]
+	for b := age.oldest; b != nil; b = b.newer {
+		order = append(order, b)
+	}
+	slices.SortFunc(order, func(a, b *block) int { return cmp.Compare(b.physStart(), a.physStart()) })
+	found := false
+	for _, b := range order {
+		if e.flushable(b) {
+			if e.flush(b) >= r {
+				found = true
+				break
+			}
+		}
+	}
+	clear(order)
+	e.flushBuf = order[:0]
+	return found
+}
+
+// flushable reports whether cached block b may serve other streams: the event recorded at its free
+// has completed, or the device was synchronized since.
+func (e *Engine) flushable(b *block) bool {
+	if b.event != 0 {
+		done, err := e.drv.eventDone(b.event)
+		if err != nil || !done {
+			return false
+		}
+		e.dropEvent(b)
+		return true
+	}
+	return !e.multiStream || b.freeEpoch < e.epoch
+}
+
+// flush gives cached block b's bytes back to the free ranges and forgets it; it returns the size of
+// the largest free range its bytes joined.
+func (e *Engine) flush(b *block) uint64 {
+	b.list.unlink(b)
+	delete(e.blocks, b.ptr)
+	var merged uint64
+	if b.kind == small {
+		e.smallAge.unlink(b)
+		merged = e.flushSmall(b)
+	} else {
+		e.largeAge.unlink(b)
+		merged = e.releaseLarge(b)
+	}
+	e.recycle(b)
+	return merged
+}
+
+// releaseLarge returns a large block's bytes to the loose set (its view, if stitched, goes idle);
+// it returns the size of the largest loose range they joined.
+func (e *Engine) releaseLarge(b *block) uint64 {
+	if b.kind == primitive {
+		s := span{start: b.pos, end: b.pos + b.size}
+		e.owners.remove(s)
+		return e.loose.insert(s).size()
+	}
+	var merged uint64
+	window(b.view, b.voff, b.size, func(p span) bool {
+		e.owners.remove(p)
+		merged = max(merged, e.loose.insert(p).size())
+		return true
+	})
+	b.view.users--
+	return merged
+}
+
+func (e *Engine) dropEvent(b *block) {
+	if err := e.drv.destroyEvent(b.event); err != nil {
+		e.log.Warn("stitch: destroy event failed; retried later", "err", err)
+		e.orphans = append(e.orphans, orphan{ev: b.event})
+	}
+	b.event = 0
+}
