@@ -43,7 +43,7 @@ if [[ -z $deb ]]; then
 	fi
 	$sudo apt-get update -qq
 	# apt-get download writes into the current directory; a partial download never gets the final name.
-	(cd "$cache" && apt-get download -q nvidia-cuda-dev)
+	(cd "$cache" && apt-get -o APT::Sandbox::User=root download -q nvidia-cuda-dev)
 	deb=$(ls "$cache"/nvidia-cuda-dev_*.deb | tail -n1)
 fi
 
