@@ -4,7 +4,8 @@
 // cuMemCreate/cuMemRelease for physical chunks, cuMemAddressReserve/cuMemAddressFree for virtual
 // ranges, cuMemMap/cuMemUnmap to put chunks under ranges (one chunk under several ranges at once is
 // what stitching is), cuMemSetAccess to make a mapping usable, events and synchronisation for
-// stream order, and cuMemGetInfo. It is compiled only with the `cuda` build tag.
+// stream order, and cuMemGetInfo. It is compiled only with the `cuda` or `gmlakegpu` build tag
+// (gmlakegpu: for programs that import Gorgonia, whose own `cuda` tag needs cuDNN 8).
 //
 // # Loading the driver at run time
 //
