@@ -36,6 +36,7 @@ if [[ $what == tests || $what == all ]]; then
 	run "$out/gpu-test.log" "$gpu/cuda.test" -test.v -test.count=1 -test.skip TestGPUInvalidHandles
 	run "$out/gpu-test.log" "$gpu/gmlake.test" -test.v -test.count=1 -test.run TestDefaultDriverCUDA
 	run "$out/gpu-test.log" "$gpu/cuda.test" -test.v -test.count=1 -test.run TestGPUInvalidHandles
+	run "$out/gpu-test.log" "$gpu/cuda.test" -test.run '^$' -test.bench . -test.benchtime "${BENCHTIME:-200x}"
 fi
 
 if [[ $what == bench || $what == all ]]; then

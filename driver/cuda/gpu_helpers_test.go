@@ -19,6 +19,18 @@ import (
 // sets it, so that a GPU machine on which the driver cannot be used does not pass silently).
 const requireGPUEnv = "GMLAKE_REQUIRE_GPU"
 
+// newDriverB is newDriver for benchmarks.
+func newDriverB(b *testing.B, opts ...cuda.Option) *cuda.Driver {
+	b.Helper()
+	d, err := cuda.New(opts...)
+	if errors.Is(err, cuda.ErrUnavailable) && os.Getenv(requireGPUEnv) != "1" {
+		b.Skip(err)
+	}
+	require.NoError(b, err)
+	b.Cleanup(func() { assert.NoError(b, d.Close()) })
+	return d
+}
+
 // newDriver opens device 0, or skips the test where this machine has no usable GPU.
 func newDriver(t *testing.T, opts ...cuda.Option) *cuda.Driver {
 	t.Helper()
