@@ -56,6 +56,16 @@ func (l *Library) InitRank(ctx uintptr, nranks int, id UniqueID, rank int) (*Com
 	if dev, r := l.callCommInt(l.fn.commCuDevice, h); r == Success {
 		c.device = dev
 	}
+	// NCCL's own view of the communicator must be the one asked for.
+	got, r1 := l.callCommInt(l.fn.commUserRank, h)
+	n, r2 := l.callCommInt(l.fn.commCount, h)
+	if err := errors.Join(l.check("ncclCommUserRank", r1), l.check("ncclCommCount", r2)); err != nil {
+		return nil, errors.Join(err, c.Destroy())
+	}
+	if got != rank || n != nranks {
+		return nil, errors.Join(fmt.Errorf("%w: NCCL made rank %d of %d, asked for %d of %d", ErrInternal, got, n, rank, nranks),
+			c.Destroy())
+	}
 	return c, nil
 }
 
