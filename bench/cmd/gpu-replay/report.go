@@ -195,8 +195,13 @@ func markdown(w io.Writer, recs []record, header string) {
 					return fmt.Sprintf("%.1f, %s", f.CallsPerIter, ms(f.DriverNs))
 				}, g))
 			}
-			row = append(row, cell(func(r *record) string { return fmt.Sprintf("%.0f", r.Phases["steady"].NsPerPair) }, g)+" / "+
-				cell(func(r *record) string { return fmt.Sprintf("%.0f", r.Phases["steady"].NsPerPair) }, s))
+			steadyNs := func(r *record) string {
+				if r.Phases["steady"].Pairs == 0 {
+					return "–" // not reached (direct under its time limit)
+				}
+				return fmt.Sprintf("%.0f", r.Phases["steady"].NsPerPair)
+			}
+			row = append(row, cell(steadyNs, g)+" / "+cell(steadyNs, s))
 			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 		}
 	}
