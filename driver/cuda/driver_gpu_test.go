@@ -226,3 +226,9 @@ func TestGPUClosed(t *testing.T) {
 }
 
 func roundTo(n, g uint64) uint64 { return (n + g - 1) / g * g }
+
+func TestGPUOneLibraryPerProcess(t *testing.T) {
+	newDriver(t) // loads the library, or skips
+	_, err := cuda.New(cuda.WithLibrary("/nonexistent/libcuda.so.1"))
+	assert.ErrorIs(t, err, cuda.ErrLibraryLoaded)
+}

@@ -100,6 +100,9 @@ var (
 	ErrGranularity = errors.New("cuda: size not a multiple of the granularity")
 	// ErrUnknownHandle is returned for a PhysHandle that Create did not return or that was released.
 	ErrUnknownHandle = errors.New("cuda: unknown physical handle")
+	// ErrLibraryLoaded is returned by New when WithLibrary names a library other than the one
+	// this process already loaded.
+	ErrLibraryLoaded = errors.New("cuda: another driver library is already loaded")
 	// ErrOutOfRange is returned by Map for a range beyond the physical allocation.
 	ErrOutOfRange = errors.New("cuda: range beyond the physical allocation")
 )

@@ -24,14 +24,17 @@ const defaultLibrary = "libcuda.so.1"
 var (
 	loadOnce   sync.Once
 	loadErr    error
+	loadedPath string // the library loadOnce opened (or tried to)
 	loadedFlag atomic.Bool
 )
 
 func libraryLoaded() bool { return loadedFlag.Load() }
 
-// loadLibrary opens the driver library once per process (the first path asked for wins) and
-// initialises the driver API.
+// loadLibrary opens the driver library once per process and initialises the driver API. A later
+// call that names another library explicitly fails with ErrLibraryLoaded: one process has one
+// CUDA driver.
 func loadLibrary(path string) error {
+	explicit := path != ""
 	loadOnce.Do(func() {
 		if path == "" {
 			path = os.Getenv(LibraryEnv)
@@ -39,6 +42,7 @@ func loadLibrary(path string) error {
 		if path == "" {
 			path = defaultLibrary
 		}
+		loadedPath = path
 		cpath := C.CString(path)
 		defer C.free(unsafe.Pointer(cpath))
 		var msg [512]C.char
@@ -49,6 +53,9 @@ func loadLibrary(path string) error {
 		loadedFlag.Store(true)
 		loadErr = check("cuInit", C.gm_init())
 	})
+	if explicit && path != loadedPath {
+		return fmt.Errorf("%w: %s asked, %s in use", ErrLibraryLoaded, path, loadedPath)
+	}
 	return loadErr
 }
 

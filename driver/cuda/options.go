@@ -29,7 +29,8 @@ func WithDevice(ordinal int) Option { return func(c *config) { c.ordinal = ordin
 func WithGranularity(bytes uint64) Option { return func(c *config) { c.granularity = bytes } }
 
 // WithLibrary sets the path of the driver library to dlopen (default $GMLAKE_LIBCUDA, else
-// libcuda.so.1). The library is loaded once per process; the first Driver's path is the one used.
+// libcuda.so.1). The library is loaded once per process: a later New naming another path fails
+// with ErrLibraryLoaded.
 func WithLibrary(path string) Option { return func(c *config) { c.library = path } }
 
 // WithUnmapSync says whether Unmap first waits for all work queued in the context (default true).
