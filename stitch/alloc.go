@@ -122,21 +122,29 @@ func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
 			return b, OutcomeSplit, nil
 		}
 	}
-	if e.smallAge.n > 0 || len(e.pages) > 0 {
-		// Cached small blocks may pin whole pages.
-		e.flushUntil(&e.smallAge, ^uint64(0))
-		e.releaseEmptyPages()
-		if b := e.carveLarge(r); b != nil {
-			return b, OutcomeSplit, nil
-		}
-	}
 	if v, off := e.findWindow(r); v != nil {
 		return e.takeView(v, off, r), OutcomeSplit, nil
 	}
+	pagesReleased := false
 	out := OutcomeStitch
 	synced := false
 	for {
 		pieces, reach := e.stitchPlan(r)
+		if pieces == nil && !pagesReleased && (e.smallAge.n > 0 || len(e.pages) > 0) {
+			// Cached small blocks may pin whole pages: give the empty ones back, but only now,
+			// when free memory cannot cover the request otherwise, since a page made again lands
+			// elsewhere and moves the layout of the next iteration.
+			pagesReleased = true
+			e.flushUntil(&e.smallAge, ^uint64(0))
+			e.releaseEmptyPages()
+			if b := e.carveLarge(r); b != nil {
+				return b, OutcomeSplit, nil
+			}
+			if v, off := e.findWindow(r); v != nil {
+				return e.takeView(v, off, r), OutcomeSplit, nil
+			}
+			continue
+		}
 		if pieces != nil {
 			e.log.Debug("stitch: mapping free pieces under a new range", "bytes", r, "pieces", len(pieces),
 				"loose_bytes", e.loose.bytes, "loose_ranges", e.loose.len(), "views", len(e.views))
@@ -183,6 +191,27 @@ func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
 			return b, out, nil
 		}
 	}
+}
+
+// carveLowest takes r bytes from the start of the lowest loose range that holds them.
+func (e *Engine) carveLowest(r uint64) *block {
+	var sp span
+	ok := false
+	e.loose.byAddr.walk(func(s span) bool {
+		if s.size() >= r {
+			sp, ok = s, true
+			return false
+		}
+		return true
+	})
+	if !ok {
+		return nil
+	}
+	e.loose.take(sp.start, sp.start+r)
+	b := e.newBlock()
+	b.kind, b.pos, b.size, b.ptr = primitive, sp.start, r, e.arenaBase+uintptr(sp.start)
+	e.owners.insertWith(span{start: sp.start, end: sp.start + r}, b)
+	return b
 }
 
 // carveLarge takes r bytes from the start of the best-fitting loose range.

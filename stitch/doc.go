@@ -26,8 +26,9 @@
 //     A chunk may be mapped under the arena and under several views at once; only the bytes blocks
 //     own must be disjoint. Several blocks may use disjoint windows of one view.
 //   - Small blocks (below 1 MiB) are carved from pages, 2 MiB blocks that the small pool takes from
-//     the large pool like any request (so a page may itself be stitched); small blocks are never
-//     stitched. A page whose blocks are all free is given back when the large pool needs memory.
+//     the lowest free range that holds one, or from the large pool like any request (so a page may
+//     itself be stitched); small blocks are never stitched. A page whose blocks are all free is
+//     given back when the large pool cannot cover a request otherwise.
 //
 // Every physical byte is, at any moment, in exactly one of: a live block (a page counts as live
 // while the small pool holds it); a cached block, freed and kept whole for a request of its exact
@@ -44,11 +45,12 @@
 //     else a view of about this size that an earlier request stitched, whose window no live block
 //     uses (its cached blocks are flushed: GMLake's exact match of a stitched block); else a run of
 //     loose bytes in any view; else cached blocks are flushed to the loose set (they coalesce with
-//     their neighbours) until one range fits, small pages included.
+//     their neighbours) until one range fits.
 //   - Stitch: the loose ranges whose whole chunks, plus the head of the first and the tail of the
 //     last, add up to the request are mapped under a new view: Reserve, one Map per run of chunks
 //     contiguous in one physical allocation, one SetAccess.
-//   - NewChunks: free memory cannot cover the request. Only the deficit is created, becomes loose,
+//   - NewChunks: free memory cannot cover the request, even with the empty small pages given back.
+//     Only the deficit is created, becomes loose,
 //     and the request is carved or stitched from it and the free memory: new memory is always
 //     combined with free memory, so reserved memory stays near peak live even with no capacity
 //     limit. Out of memory only when the capacity (WithCapacity or the driver) refuses the deficit;
@@ -94,7 +96,7 @@
 // best fit, stitch plans and view searches go to the lowest address. A repeating script then lands
 // every block where it was the time before, the views made in the first iterations fit again, and
 // no driver call happens. This is what the replay tests check: a real iteration of
-// opt1.3b-lora-ckpt repeated reaches zero driver calls per iteration after four repetitions, and
+// opt1.3b-lora-ckpt repeated reaches zero driver calls per iteration from the fifth repetition, and
 // the synthetic training loop of BenchmarkSteadyDriverCalls after three. The convergence is
 // empirical, not proven: on some traces (gpt2xl-full-ckpt, the llama ones) a repeated iteration at
 // full memory pressure keeps stitching a few blocks per iteration. An iteration that needs more

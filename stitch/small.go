@@ -21,9 +21,14 @@ func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 			return b, OutcomeSplit, nil
 		}
 	}
-	pb, out, err := e.allocLarge(e.pageSize, s)
-	if err != nil {
-		return nil, 0, err
+	// A page goes to the lowest free range that holds it, so that pages gather in one place from
+	// one iteration to the next instead of landing in whatever gap between large blocks fits.
+	pb, out := e.carveLowest(e.pageSize), OutcomeSplit
+	if pb == nil {
+		var err error
+		if pb, out, err = e.allocLarge(e.pageSize, s); err != nil {
+			return nil, 0, err
+		}
 	}
 	e.nextPageID++
 	p := &page{id: e.nextPageID, blk: pb}
