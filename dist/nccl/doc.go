@@ -41,6 +41,14 @@
 // to issue one collective per communicator from a single goroutine, as NCCL requires when one
 // thread drives several devices.
 //
+// # Testing without GPUs
+//
+// testdata/fakenccl.c implements NCCL's API over host memory (ranks in one process, float32
+// collectives matched by issue order, groups issued at ncclGroupEnd, InitRank rendezvous) and the
+// two driver context calls. The tests compile it with the C compiler cgo uses and open it as both
+// libraries, so argument passing, data types, reductions, groups, InitRank from goroutines and the
+// error path run in CI; the GPU tests (two or more GPUs) run the same calls on gmlake memory.
+//
 // # Errors
 //
 // A failed call is an *Error carrying the call's name, the ncclResult_t and NCCL's own message
