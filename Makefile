@@ -16,6 +16,31 @@ race:
 # Each fuzz target runs briefly; `make fuzz-long` (reliability) runs them for real.
 fuzz-short:
 	$(GO) test -run=NONE -fuzz=FuzzEngine -fuzztime=$(FUZZTIME) ./stitch
+	$(GO) test -run=NONE -fuzz=FuzzProgram -fuzztime=$(FUZZTIME) ./reliability
+
+# ---- Reliability (reliability/doc.go): a fault at every driver call, concurrency under -race, soak of
+# every trace, bad input, seeded simulation; ends with one summary line (faults injected, operations
+# verified, leaks, violations). reliability-long: the same with GMLAKE_LONG=1 (1000-iteration soak,
+# 2000-event fault sweep, long concurrency), no -race. fuzz-long: $(FUZZLONG) of FuzzProgram, then
+# $(SIMTIME) of seeded simulation (operations verified and ops/s printed).
+FUZZLONG        ?= 10m
+SIMTIME         ?= 20m
+RELIABILITY_LOG ?= $${TMPDIR:-/tmp}/gmlake-reliability.log
+RELIABILITY_RUN := 'TestFault|TestStitchFailure|TestConcurrent|TestSoak|TestDestroyEvent|TestCloseRetries|TestDoubleFaults|TestSimulation|TestBadInput'
+RELIABILITY_SHOW := '^(\s*--- (FAIL|SKIP)|soak:|simulation:|FAIL|ok )'
+
+.PHONY: reliability reliability-long fuzz-long
+reliability:
+	@$(GO) test -race -count=1 -v -timeout 30m -run $(RELIABILITY_RUN) ./reliability >$(RELIABILITY_LOG) 2>&1; s=$$?; \
+	grep -E $(RELIABILITY_SHOW) $(RELIABILITY_LOG); grep '^reliability:' $(RELIABILITY_LOG); exit $$s
+
+reliability-long:
+	@GMLAKE_LONG=1 $(GO) test -count=1 -v -timeout 3h -run $(RELIABILITY_RUN) ./reliability >$(RELIABILITY_LOG) 2>&1; s=$$?; \
+	grep -E $(RELIABILITY_SHOW) $(RELIABILITY_LOG); grep '^reliability:' $(RELIABILITY_LOG); exit $$s
+
+fuzz-long:
+	$(GO) test -run=NONE -fuzz=FuzzProgram -fuzztime=$(FUZZLONG) ./reliability
+	GMLAKE_SIM_DURATION=$(SIMTIME) $(GO) test -count=1 -timeout 0 -run '^TestSimulation$$' ./reliability
 
 # ---- Benchmarks: every trace in $(TRACES) through every allocator (simulated devices), minimum
 # capacity included; prints a table and writes bench/RESULTS.md with PyTorch's figures beside ours.

@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"encoding/hex"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,12 +23,37 @@ const (
 		"as an orphan and Close left callable)"
 )
 
+// Found by the soak (soak_test.go), on the traces whose repeated segment spans iterations of
+// different sequence lengths (all but the 2-iteration segments of llama7b and neox20b):
+const (
+	bugSoakDriverCalls = "steady state is not reached: with the segment repeated identically, every other " +
+		"iteration still stitches about three new views (~60-80 driver calls: Reserve, Maps, SetAccess) and the " +
+		"views pile up (opt1.3b-lora-ckpt: 100 views after warm-up, 266 after 120 iterations), so the layout of " +
+		"free memory never converges and cached views are not reused"
+	bugSoakReservedGrows = "reserved bytes still grow after warm-up (gpt2xl-full-ckpt, llama1b-full, opt1.3b-full: " +
+		"by 10-40 MiB within 20 iterations)"
+)
+
+// policyIssue logs a known shortfall of the engine's policy (not a correctness bug) and counts it;
+// under GMLAKE_STRICT=1 it fails the test.
+func policyIssue(t *testing.T, issue, format string, args ...any) {
+	t.Helper()
+	tally.known.Add(1)
+	msg := fmt.Sprintf(format, args...)
+	if strict() {
+		t.Errorf("%s: %s", msg, issue)
+		return
+	}
+	t.Logf("known engine issue: %s: %s", msg, issue)
+}
+
 // knownBug skips t with bug's description, or fails it under GMLAKE_STRICT=1.
 func knownBug(t *testing.T, bug string, present bool) {
 	t.Helper()
 	if !present {
 		return
 	}
+	tally.known.Add(1)
 	if strict() {
 		t.Fatalf("known engine bug: %s", bug)
 	}

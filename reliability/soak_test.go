@@ -1,0 +1,158 @@
+package reliability
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gmlake/gmlake/stitch"
+	"github.com/gmlake/gmlake/trace"
+)
+
+// soakFrom is the iteration marker soaks repeat from: the first iterations warm the job up
+// (optimizer state appears in the first step).
+const soakFrom = 3
+
+// soakWarmupReps is the number of repetitions of the segment that may still make driver calls.
+const soakWarmupReps = 2
+
+// TestSoak replays every shared trace for many iterations (20 here; GMLAKE_LONG=1 or
+// GMLAKE_SOAK_ITERS=n for 1000): after warm-up, no driver call, reserved bytes flat, stitched blocks
+// within the default budget; every block's physical bytes claimed in the shadow map; Check and the
+// accounting cross-check at every repetition's end; nothing left in the driver after Close.
+func TestSoak(t *testing.T) {
+	iterations := envInt(t, "GMLAKE_SOAK_ITERS", 20)
+	if long() {
+		iterations = envInt(t, "GMLAKE_SOAK_ITERS", 1000)
+	}
+	names, err := filepath.Glob(filepath.Join(tracesDir(t), "*.trace.gz"))
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	for _, path := range names {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			soak(t, loadTrace(t, filepath.Base(path)), iterations, 0)
+		})
+	}
+}
+
+// TestSoakTightBudget soaks one trace with room for only 16 stitched blocks: the budget must hold
+// at every iteration, whatever it costs in driver calls.
+func TestSoakTightBudget(t *testing.T) {
+	iterations := envInt(t, "GMLAKE_SOAK_ITERS", 20)
+	if long() {
+		iterations = envInt(t, "GMLAKE_SOAK_ITERS", 1000)
+	}
+	soak(t, loadTrace(t, "opt1.3b-lora-ckpt.trace.gz"), iterations, 16)
+}
+
+// iterationRecord is what one iteration of a soak measured.
+type iterationRecord struct {
+	calls          uint64
+	reserved       uint64
+	stitched       int
+	virtual        uint64
+	steady, warmup bool
+}
+
+// soak replays tr's soak with a budget of maxViews stitched blocks (0: the default, and then no
+// driver call is allowed after warm-up).
+func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int) {
+	s, err := NewSoak(tr, soakFrom, iterations)
+	require.NoError(t, err)
+	require.NoError(t, s.Trace.Validate())
+	cfg := Config{}
+	budget := stitch.DefaultMaxViews
+	if maxViews > 0 {
+		budget = maxViews
+		cfg.EngineOptions = []stitch.Option{stitch.WithStitchBudget(maxViews, 0)}
+	}
+	h, err := NewHarness(cfg)
+	require.NoError(t, err)
+	arena := h.Engine.Stats().VirtualBytes
+
+	start := time.Now()
+	var recs []iterationRecord
+	mark := h.Driver.TotalCalls()
+	markers := 0
+	endIteration := func() {
+		st := h.Engine.Stats()
+		rep := (markers - s.PrefixIters - 1) / s.SegmentIters // repetition of the iteration that ends
+		recs = append(recs, iterationRecord{calls: h.Driver.TotalCalls() - mark, reserved: st.ReservedBytes,
+			stitched: st.StitchedBlocks, virtual: st.VirtualBytes - arena,
+			warmup: rep >= 0 && rep < soakWarmupReps, steady: rep >= soakWarmupReps})
+		mark = h.Driver.TotalCalls()
+		if markers > s.PrefixIters && (markers-s.PrefixIters)%s.SegmentIters == 0 {
+			require.True(t, verified(t, h, "end of repetition %d", rep))
+		}
+	}
+	var shadowed uint64
+	for i, ev := range s.Trace.Events {
+		var err error
+		switch ev.Kind {
+		case trace.Alloc:
+			err = h.Apply(Op{Kind: OpAlloc, ID: ev.ID, Size: ev.Size, Stream: stitch.Stream(ev.Stream)})
+			shadowed++
+		case trace.Free:
+			err = h.Apply(Op{Kind: OpFree, ID: ev.ID})
+			shadowed++
+		case trace.Iter:
+			if markers > 0 {
+				endIteration()
+			}
+			markers++
+		}
+		if err != nil {
+			tally.violations.Add(1)
+			require.NoError(t, err, "event %d", i)
+		}
+	}
+	endIteration()
+	elapsed := time.Since(start)
+	tally.shadowed.Add(shadowed)
+	require.NoError(t, h.Close())
+	if err := h.Leaks(); err != nil {
+		tally.leaks.Add(1)
+		t.Error(err)
+	}
+
+	if testing.Verbose() && envInt(t, "GMLAKE_SOAK_DUMP", 0) != 0 {
+		for i, r := range recs {
+			t.Logf("iteration %d: calls %d reserved %d stitched %d steady %v", i, r.calls, r.reserved, r.stitched, r.steady)
+		}
+	}
+	var flat uint64
+	var steadyCalls, steadyIters uint64
+	minRes, maxRes, maxStitched := ^uint64(0), uint64(0), 0
+	for _, r := range recs {
+		if r.warmup {
+			flat = r.reserved // reserved at the end of warm-up
+		}
+		maxStitched = max(maxStitched, r.stitched)
+		assert.LessOrEqual(t, r.stitched, budget, "stitched blocks beyond the budget")
+		if !r.steady {
+			continue
+		}
+		steadyIters++
+		steadyCalls += r.calls
+		minRes, maxRes = min(minRes, r.reserved), max(maxRes, r.reserved)
+	}
+	require.NotZero(t, steadyIters, "no steady-state iteration: ask for more than %d", soakWarmupReps*s.SegmentIters)
+	// Reserved bytes must not move and, with the default budget, no driver call may happen once the
+	// job repeats itself. The engine's policy does not reach that yet on every trace (bugs_test.go):
+	// logged and counted here, failures under GMLAKE_STRICT=1.
+	if minRes != flat || maxRes != flat {
+		policyIssue(t, bugSoakReservedGrows, "reserved after warm-up %d, then between %d and %d", flat, minRes, maxRes)
+	}
+	if maxViews == 0 && steadyCalls > 0 {
+		policyIssue(t, bugSoakDriverCalls, "%d driver calls in %d steady-state iterations", steadyCalls, steadyIters)
+	}
+	line := fmt.Sprintf("soak: %s budget=%d iterations=%d (prefix %d + %d×%d) events=%d time=%s steady-iterations=%d steady-driver-calls=%d reserved-after-warmup=%d reserved-steady=[%d,%d] max-stitched=%d",
+		tr.Name, budget, len(recs), s.PrefixIters, s.Repetitions, s.SegmentIters, len(s.Trace.Events), elapsed.Round(time.Millisecond),
+		steadyIters, steadyCalls, flat, minRes, maxRes, maxStitched)
+	t.Log(line)
+	fmt.Println(line)
+}
