@@ -39,7 +39,7 @@ func writeMarkdown(w io.Writer, c *cli, rows []shardsim.Row) error {
 	}
 	for i := 0; i < len(rows); {
 		wl := rows[i].Workload
-		fmt.Fprintf(&b, "\n## %s\n\n| N | ranks measured | shard (GiB) | peak active (GiB) |", wl)
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| N | ranks measured | shard (GiB) | peak active (GiB) |", wl, trend(rows[i:], allocs))
 		for _, a := range allocs {
 			fmt.Fprintf(&b, " %s: reserved | %s: frag | %s: cap/act |", a, a, a)
 		}
@@ -66,4 +66,30 @@ func writeMarkdown(w io.Writer, c *cli, rows []shardsim.Row) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// trend says, for one workload's rows, how each allocator's fragmentation and capacity over active
+// moved from the smallest to the largest world size.
+func trend(rows []shardsim.Row, allocs []string) string {
+	wl := rows[0].Workload
+	first, last := map[string]shardsim.Row{}, map[string]shardsim.Row{}
+	for _, r := range rows {
+		if r.Workload != wl {
+			break
+		}
+		if f, ok := first[r.Allocator]; !ok || r.Ranks < f.Ranks {
+			first[r.Allocator] = r
+		}
+		if l, ok := last[r.Allocator]; !ok || r.Ranks > l.Ranks {
+			last[r.Allocator] = r
+		}
+	}
+	parts := make([]string, 0, len(allocs))
+	for _, a := range allocs {
+		f, l := first[a], last[a]
+		parts = append(parts, fmt.Sprintf("%s %.3f → %.3f (cap/act %.3f → %.3f)", a, f.Fragmentation, l.Fragmentation,
+			f.CapacityOverActive, l.CapacityOverActive))
+	}
+	return fmt.Sprintf("From N=%d to N=%d, fragmentation: %s.", first[allocs[0]].Ranks, last[allocs[0]].Ranks,
+		strings.Join(parts, "; "))
 }
