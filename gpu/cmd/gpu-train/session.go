@@ -53,10 +53,12 @@ type result struct {
 	Fragmentation float64 // 1 - PeakLive/PeakReserved
 	WarmupCalls   uint64  // memory driver calls before the steady state (setup included)
 	CallsPerStep  float64 // memory driver calls per steady-state step
-	Recomputes    int     // recompute steps in the last step's program
-	Offloads      int
-	FirstLoss     float32
-	LastLoss      float32
+	// CallsByKind: gmlake's driver calls by kind and requests by outcome, per steady-state step.
+	CallsByKind map[string]float64 `json:",omitempty"`
+	Recomputes  int                // recompute steps in the last step's program
+	Offloads    int
+	FirstLoss   float32
+	LastLoss    float32
 
 	MaxBatch     int    // largest batch that trained; 0 when not searched or none did
 	FailedBatch  int    // smallest batch that failed (0: none failed within the search)
@@ -175,11 +177,16 @@ func (ru *run) timed(r *result, log io.Writer) error {
 	warm := len(c.Seqs)
 	var steady []float64
 	var callsAtSteady uint64
+	byKind, _ := ru.pool.(interface{ CallsByKind() map[string]uint64 })
+	var kindsAtSteady map[string]uint64
 	ru.dev.ResetPeak()
 	for s, seq := range c.shapes(c.Steps) {
 		if s == warm {
 			callsAtSteady = ru.pool.DriverCalls()
 			r.WarmupCalls = callsAtSteady
+			if byKind != nil {
+				kindsAtSteady = byKind.CallsByKind()
+			}
 		}
 		start := time.Now()
 		loss, err := ru.step(c.Batch, seq)
@@ -199,6 +206,12 @@ func (ru *run) timed(r *result, log io.Writer) error {
 		r.LastLoss = loss
 	}
 	r.CallsPerStep = float64(ru.pool.DriverCalls()-callsAtSteady) / float64(len(steady))
+	if byKind != nil {
+		r.CallsByKind = map[string]float64{}
+		for k, n := range byKind.CallsByKind() {
+			r.CallsByKind[k] = float64(n-kindsAtSteady[k]) / float64(len(steady))
+		}
+	}
 	var sum float64
 	for _, ms := range steady {
 		sum += ms
@@ -211,8 +224,9 @@ func (ru *run) timed(r *result, log io.Writer) error {
 	if m, err := ru.tr.Machine(ru.graphs[[2]int{c.Batch, c.Seqs[0]}]); err == nil {
 		r.Recomputes, r.Offloads = m.Counts().Recomputes, m.Counts().Offloads
 	}
-	fmt.Fprintf(log, "%s/%s: warm-up %.0f ms, steady %.1f ms/step, peak reserved %.2f GiB (live %.2f GiB), %.1f calls/step, loss %.3f -> %.3f\n",
-		r.Model, r.Allocator, r.WarmupMs, r.StepMs, gib(r.PeakReserved), gib(r.PeakLive), r.CallsPerStep, r.FirstLoss, r.LastLoss)
+	fmt.Fprintf(log, "%s/%s: warm-up %.0f ms, steady %.1f ms/step, peak reserved %.2f GiB (live %.2f GiB), %.1f calls/step %v, loss %.3f -> %.3f\n",
+		r.Model, r.Allocator, r.WarmupMs, r.StepMs, gib(r.PeakReserved), gib(r.PeakLive), r.CallsPerStep, r.CallsByKind,
+		r.FirstLoss, r.LastLoss)
 	return nil
 }
 
@@ -241,34 +255,48 @@ func (ru *run) try(b int) (bool, error) {
 	return true, nil
 }
 
-// largestBatch doubles the batch from --batch (which the timed run trained at every length) until
-// a try fails, then bisects.
+// largestBatch searches the largest batch from an estimate: the capacity left by the resident
+// weights over the activation bytes per sample of the timed run's peak (the batch at which direct
+// cuMemAlloc, which never fragments, would just fit). From there it steps up (after a success) or
+// down (after a failure) by doubling strides until both a success and a failure are known, then
+// bisects. The timed run's batch is known to work.
 func (ru *run) largestBatch(r *result, log io.Writer) error {
 	deadline := time.Now().Add(ru.c.BisectLimit)
-	lo, hi := ru.c.Batch, 0 // largest success (the timed run's batch), smallest failure (0: none yet)
+	lo, hi := ru.c.Batch, 0 // largest success, smallest failure (0: none yet)
 	b := 2 * ru.c.Batch
+	if r.PeakLive > r.WeightsBytes && r.Capacity > r.WeightsBytes {
+		perSample := float64(r.PeakLive-r.WeightsBytes) / float64(ru.c.Batch)
+		b = max(ru.c.Batch+1, int(float64(r.Capacity-r.WeightsBytes)/perSample))
+	}
+	stride, succeeded := max(1, b/8), false
 	for {
 		if time.Now().After(deadline) {
 			r.MaxBatchNote = "search stopped at --bisect-limit"
 			break
 		}
+		start := time.Now()
 		ok, err := ru.try(b)
 		if err != nil {
 			return fmt.Errorf("batch %d: %w", b, err)
 		}
-		fmt.Fprintf(log, "%s/%s: batch %d: %v (peak reserved %.2f GiB)\n", r.Model, r.Allocator, b,
-			map[bool]string{true: "ok", false: "out of memory"}[ok], gib(ru.pool.PeakReserved()))
+		fmt.Fprintf(log, "%s/%s: batch %d: %v in %v (peak reserved %.2f GiB)\n", r.Model, r.Allocator, b,
+			map[bool]string{true: "ok", false: "out of memory"}[ok], time.Since(start).Round(time.Millisecond),
+			gib(ru.pool.PeakReserved()))
 		if ok {
-			lo = b
+			lo, succeeded = b, true
 		} else {
 			hi = b
 		}
 		switch {
 		case hi == 0:
-			b *= 2
+			b = lo + stride
+			stride *= 2
 		case hi-lo <= 1:
 			r.MaxBatch, r.FailedBatch = lo, hi
 			return nil
+		case !succeeded:
+			b = max(lo+1, hi-stride)
+			stride *= 2
 		default:
 			b = (lo + hi) / 2
 		}
