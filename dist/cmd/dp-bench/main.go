@@ -34,7 +34,7 @@ type cli struct {
 	World      []int    `default:"1,2" help:"World sizes (GPUs 0..N-1)."`
 	Allocators []string `default:"gmlake,gorgonia,direct" help:"gmlake, gorgonia (Gorgonia's pool over one cuMemAlloc arena), direct."`
 	Preset     string   `default:"opt-1.3b" help:"models.Preset name (random weights)."`
-	LoRA       bool     `help:"LoRA rank 16 on the attention projections, base frozen."`
+	LoRA       bool     `name:"lora" help:"LoRA rank 16 on the attention projections, base frozen."`
 	Recompute  bool     `default:"true" negatable:"" help:"Per-block activation recomputation."`
 	MicroBatch int      `name:"micro-batch" default:"4" help:"Sequences per rank per step."`
 	SeqMin     int      `name:"seq-min" default:"128" help:"Shortest sequence (each rank draws its own per step)."`

@@ -1,0 +1,61 @@
+//go:build gmlakegpu
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/alecthomas/kong"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gmlake/gmlake/gpu"
+	"github.com/gmlake/gmlake/models"
+)
+
+func parse(t *testing.T, args ...string) *cli {
+	t.Helper()
+	var c cli
+	p, err := kong.New(&c)
+	require.NoError(t, err)
+	_, err = p.Parse(args)
+	require.NoError(t, err)
+	return &c
+}
+
+func TestFlags(t *testing.T) {
+	c := parse(t, "--world", "1,2,4", "--allocators", "gmlake,direct", "--preset", "llama-1b", "--lora", "--no-recompute")
+	assert.Equal(t, []int{1, 2, 4}, c.World)
+	assert.Equal(t, []string{"gmlake", "direct"}, c.Allocators)
+	assert.True(t, c.LoRA)
+	assert.False(t, c.Recompute)
+	assert.Equal(t, 20, c.Steps)
+}
+
+// TestRunNeedsGPUs: without enough GPUs the command says so instead of running.
+func TestRunNeedsGPUs(t *testing.T) {
+	have, err := gpu.DeviceCount()
+	c := parse(t, "--world", "1,64")
+	err2 := c.run(&bytes.Buffer{}, &bytes.Buffer{})
+	require.Error(t, err2)
+	if err != nil {
+		assert.True(t, errors.Is(err2, gpu.ErrUnavailable), "got %v", err2)
+	} else {
+		assert.Contains(t, err2.Error(), "needs 64 GPUs", "have %d", have)
+	}
+	c = parse(t, "--preset", "gpt-9")
+	assert.ErrorIs(t, c.run(&bytes.Buffer{}, &bytes.Buffer{}), models.ErrUnknownPreset)
+}
+
+func TestMarkdown(t *testing.T) {
+	c := parse(t, "--preset", "gpt2-small")
+	md := markdown(c, []Result{{World: 2, Allocator: "gmlake", SteadyMs: 12.5, WarmupMs: 300, Error: ""},
+		{World: 2, Allocator: "direct", Error: "out of memory"}})
+	assert.Contains(t, md, "gpt2-small, full")
+	assert.Equal(t, 4, strings.Count(md, "\n|"), "header, separator, two rows")
+	assert.Contains(t, md, "| 2 | gmlake |")
+	assert.Contains(t, md, "out of memory")
+}
