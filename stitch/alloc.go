@@ -57,6 +57,10 @@ func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
 		return 0, fmt.Errorf("%w: %d bytes asked, capacity %d", ErrTooLarge, size, e.capacity)
 	}
 	r := (size + alignment - 1) &^ (alignment - 1)
+	if !e.streamSeen {
+		// The first stream used is the hot one, whichever it is; nothing is cached yet.
+		e.hotStream, e.streamSeen = s, true
+	}
 	if s != e.hotStream && !e.multiStream {
 		e.multiStream = true
 		// Blocks freed so far recorded no event: one synchronize covers them.

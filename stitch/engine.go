@@ -39,6 +39,7 @@ type Engine struct {
 	largeAge    ageList
 	smallAge    ageList
 	hotStream   Stream    // the first stream; its lists need no map lookup by stream
+	streamSeen  bool      // hotStream has been set by a request
 	hotLists    sizeLists // cached blocks of hotStream by size
 	otherLists  map[Stream]sizeLists
 	multiStream bool   // a second stream has been seen: frees record events

@@ -236,6 +236,8 @@ func TestBadOptions(t *testing.T) {
 
 func TestStreams(t *testing.T) {
 	h := newHarness(t, []sim.Option{sim.WithEventDelay(1 << 30)})
+	_, err := h.alloc(100, 2) // both streams in use from here on
+	require.NoError(t, err)
 	a, err := h.alloc(4*MiB, 1)
 	require.NoError(t, err)
 	require.NoError(t, h.free(a))
@@ -251,8 +253,21 @@ func TestStreams(t *testing.T) {
 	h.d.CompleteEvents()
 	_, err = h.alloc(8*MiB, 3)
 	require.NoError(t, err)
-	assert.Equal(t, uint64(8*MiB), h.e.Stats().ReservedBytes, "once the events completed, both blocks serve stream 3")
+	assert.Equal(t, uint64(8*MiB+g), h.e.Stats().ReservedBytes, "once the events completed, both blocks serve stream 3 (+ the small page)")
 	h.check("after cross-stream reuse")
+	h.closeAndCheckLeaks()
+}
+
+func TestOneNonDefaultStreamRecordsNoEvents(t *testing.T) {
+	h := newHarness(t, nil)
+	for range 3 {
+		p, err := h.alloc(5*MiB, 7)
+		require.NoError(t, err)
+		require.NoError(t, h.free(p))
+	}
+	calls := h.d.Calls()
+	assert.Zero(t, calls[stitch.CallRecordEvent]+calls[stitch.CallSynchronize], "one stream, whichever: no event")
+	assert.Equal(t, uint64(2), h.e.Stats().Outcomes[stitch.OutcomeExact])
 	h.closeAndCheckLeaks()
 }
 
