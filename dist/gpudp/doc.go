@@ -14,9 +14,9 @@
 //
 // # A step
 //
-// Ranks run forward and backward on their own micro-batches (one goroutine drives every device;
-// the work is queued on each device's stream and runs concurrently). Then, each collective issued
-// for all ranks inside one NCCL group on the devices' compute streams:
+// Ranks run forward and backward on their own micro-batches concurrently, one goroutine per
+// device. Then, each collective issued for all ranks inside one NCCL group (from one goroutine,
+// locked to its thread) on the devices' compute streams:
 //
 //   - reduce-scatter (sum) of the flat gradient into the rank's gradient shard, scaled by 1/N on
 //     the device;

@@ -5,6 +5,7 @@ package gpudp
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gmlake/gmlake/dist/nccl"
@@ -26,7 +27,8 @@ type Options struct {
 	Arena     uint64          // Gorgonia's arena per GPU in bytes (0: 90% of the GPU's free memory)
 }
 
-// Trainer is N data-parallel ranks on N GPUs. Not safe for concurrent use.
+// Trainer is N data-parallel ranks on N GPUs. Not safe for concurrent use (it runs its ranks
+// concurrently itself).
 type Trainer struct {
 	opts   Options
 	w      *models.Weights
@@ -105,6 +107,8 @@ func (t *Trainer) Step(ids [][][]int) (StepStats, error) {
 	}
 	start := time.Now()
 	st := StepStats{Seq: make([]int, len(t.ranks))}
+	// Graphs are looked up (or built: models.Build shares the Weights) one rank after another; the
+	// ranks then run forward and backward concurrently, each goroutine driving its own Device.
 	for r, rk := range t.ranks {
 		sg, err := t.graph(rk, ids[r])
 		if err != nil {
@@ -114,12 +118,25 @@ func (t *Trainer) Step(ids [][][]int) (StepStats, error) {
 		if err := sg.g.SetIDs(flatten(ids[r])); err != nil {
 			return st, err
 		}
-		if err := sg.m.Run(); err != nil {
-			return st, fmt.Errorf("gpudp: rank %d: %w", r, err)
-		}
-		if err := rk.collectGrads(sg); err != nil {
-			return st, fmt.Errorf("gpudp: rank %d: %w", r, err)
-		}
+	}
+	errs := make([]error, len(t.ranks))
+	var wg sync.WaitGroup
+	for r, rk := range t.ranks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := rk.current.m.Run(); err != nil {
+				errs[r] = fmt.Errorf("gpudp: rank %d: %w", r, err)
+				return
+			}
+			if err := rk.collectGrads(rk.current); err != nil {
+				errs[r] = fmt.Errorf("gpudp: rank %d: %w", r, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return st, err
 	}
 	if err := t.reduceAndUpdate(); err != nil {
 		return st, err
