@@ -28,8 +28,11 @@ type Workload struct {
 	MicroBatch     int  // sequences per rank per step (default 4)
 	SeqMin, SeqMax int  // each step draws its padded length uniformly from [SeqMin, SeqMax] (multiples of 8)
 	Recompute      bool // activation recomputation per transformer block
-	Steps          int  // training steps (default 6)
-	Seed           uint64
+	// OverlapComm allocates communication buffers (stage-3 gathers, reduce-scatter staging) on a
+	// stream of their own, as DeepSpeed's overlap_comm does, instead of the compute stream.
+	OverlapComm bool
+	Steps       int // training steps (default 6)
+	Seed        uint64
 
 	// BucketElems is the gradient reduction bucket (DeepSpeed's reduce_bucket_size, in elements;
 	// default 5e8, DeepSpeed's default), capped at the trainable elements.
@@ -92,5 +95,16 @@ func (w Workload) Name() string {
 	if w.Recompute {
 		name += "-ckpt"
 	}
+	if w.OverlapComm {
+		name += "-overlap"
+	}
 	return name
+}
+
+// commStream is the stream communication buffers are allocated on.
+func (w Workload) commStream() uint64 {
+	if w.OverlapComm {
+		return commStream
+	}
+	return computeStream
 }

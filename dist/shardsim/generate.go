@@ -180,5 +180,5 @@ func gatherParams(w Workload, m *model, r *recorder, seg *segment) int64 {
 	if elems == 0 {
 		return -1
 	}
-	return r.alloc(elems * half)
+	return r.allocOn(elems*half, w.commStream())
 }

@@ -198,6 +198,9 @@ func TestParseWorkload(t *testing.T) {
 		{"llama-7b:qlora:2", Workload{}, false},
 		{"llama-7b:full:two", Workload{}, false},
 		{"llama-7b:full:2:offload", Workload{}, false},
+		{"llama-7b:full:3:ckpt:overlap", Workload{Preset: "llama-7b", Stage: 3, Recompute: true, OverlapComm: true}, true},
+		{"llama-7b:full:3:overlap", Workload{Preset: "llama-7b", Stage: 3, OverlapComm: true}, true},
+		{"llama-7b:full:3:ckpt:ckpt", Workload{}, false},
 	}
 	for _, tt := range tests {
 		got, err := ParseWorkload(tt.in)
@@ -211,4 +214,34 @@ func TestParseWorkload(t *testing.T) {
 	w, err := ParseWorkload("opt-1.3b:full:2:ckpt")
 	require.NoError(t, err)
 	assert.Equal(t, "opt-1.3b-full-z2-ckpt", w.Name())
+}
+
+// TestOverlapPutsCommunicationOnItsOwnStream: with OverlapComm the stage-3 gathers and the
+// reduce-scatter staging are the only allocations on the communication stream; without, every
+// allocation is on the compute stream.
+func TestOverlapPutsCommunicationOnItsOwnStream(t *testing.T) {
+	count := func(w Workload) (comm, compute int) {
+		tr, _, err := Generate(w)
+		require.NoError(t, err)
+		require.NoError(t, tr.Validate())
+		for _, ev := range tr.Events {
+			if ev.Kind != trace.Alloc {
+				continue
+			}
+			if ev.Stream == commStream {
+				comm++
+			} else {
+				compute++
+			}
+		}
+		return comm, compute
+	}
+	w := small(Stage3, false, true, 4, 1)
+	comm, compute := count(w)
+	assert.Zero(t, comm)
+	w.OverlapComm = true
+	comm2, compute2 := count(w)
+	assert.Positive(t, comm2)
+	assert.Equal(t, comm+compute, comm2+compute2, "the same allocations, on other streams")
+	assert.Equal(t, "gpt2-small-full-z3-ckpt-overlap", w.Name())
 }

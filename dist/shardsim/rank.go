@@ -94,7 +94,7 @@ func (s *rankState) reduceBucket() {
 		slot := s.layout.Params[s.m.params[p].flat]
 		mine += int64(max(0, min(hi, slot.Offset+slot.Len)-max(lo, slot.Offset)))
 	}
-	s.r.transient(mine * half)
+	s.r.transient(mine*half, s.w.commStream())
 	s.received += mine * half
 	s.bucketFill, s.bucketParams = 0, s.bucketParams[:0]
 }
@@ -109,7 +109,7 @@ func (s *rankState) endBackward() {
 		s.bucket = -1
 		return
 	}
-	s.r.transient(s.bucketElems * half)
+	s.r.transient(s.bucketElems*half, computeStream)
 	s.gradShard = s.r.alloc(int64(s.layout.ShardLen) * single)
 	for p := range s.m.params {
 		if id, ok := s.grads[p]; ok {
@@ -128,7 +128,7 @@ func (s *rankState) optimizerStep() {
 	if s.moments[0] < 0 {
 		s.moments = [2]int64{s.r.alloc(shard), s.r.alloc(shard)}
 	}
-	s.r.transient(shard)
+	s.r.transient(shard, computeStream)
 	if s.gradShard >= 0 {
 		s.r.free(s.gradShard)
 		s.gradShard = -1

@@ -16,12 +16,12 @@ import (
 	"github.com/gmlake/gmlake/trace"
 )
 
-// ParseWorkload reads "PRESET:MODE:STAGE[:ckpt]", e.g. "opt-1.3b:full:2:ckpt" or
-// "llama-7b:lora:3"; other fields keep their zero values (defaults after Normalize).
+// ParseWorkload reads "PRESET:MODE:STAGE[:ckpt][:overlap]", e.g. "opt-1.3b:full:2:ckpt" or
+// "llama-7b:lora:3:overlap"; other fields keep their zero values (defaults after Normalize).
 func ParseWorkload(s string) (Workload, error) {
 	parts := strings.Split(s, ":")
-	if len(parts) < 3 || len(parts) > 4 {
-		return Workload{}, fmt.Errorf("%w: %q: want PRESET:full|lora:STAGE[:ckpt]", ErrWorkload, s)
+	if len(parts) < 3 || len(parts) > 5 {
+		return Workload{}, fmt.Errorf("%w: %q: want PRESET:full|lora:STAGE[:ckpt][:overlap]", ErrWorkload, s)
 	}
 	w := Workload{Preset: parts[0]}
 	switch parts[1] {
@@ -36,11 +36,15 @@ func ParseWorkload(s string) (Workload, error) {
 		return Workload{}, fmt.Errorf("%w: %q: stage %q", ErrWorkload, s, parts[2])
 	}
 	w.Stage = zero.Stage(stage)
-	if len(parts) == 4 {
-		if parts[3] != "ckpt" {
-			return Workload{}, fmt.Errorf("%w: %q: %q (want ckpt)", ErrWorkload, s, parts[3])
+	for _, flag := range parts[3:] {
+		switch {
+		case flag == "ckpt" && !w.Recompute:
+			w.Recompute = true
+		case flag == "overlap" && !w.OverlapComm:
+			w.OverlapComm = true
+		default:
+			return Workload{}, fmt.Errorf("%w: %q: %q (want ckpt or overlap, once each)", ErrWorkload, s, flag)
 		}
-		w.Recompute = true
 	}
 	return w, nil
 }

@@ -38,7 +38,7 @@ func forward(r *recorder, seg *segment, input int64, save bool) *pass {
 		case save && o.stats > 0:
 			p.stats[i] = r.alloc(o.stats)
 		case o.stats > 0:
-			r.transient(o.stats)
+			r.transient(o.stats, computeStream)
 		}
 		if save {
 			if o.saveIn {
@@ -83,7 +83,7 @@ func backward(r *recorder, p *pass, gradOut int64, sink gradSink, trainable func
 	for i := len(seg.ops) - 1; i >= 0; i-- {
 		o := seg.ops[i]
 		out := i + 1
-		r.transient(o.bwork)
+		r.transient(o.bwork, computeStream)
 		for _, q := range o.params {
 			if trainable(q) {
 				sink.paramGrad(q)

@@ -3,7 +3,7 @@
 // simulated allocators of package bench, and reports, per world size, the worst rank's peak
 // active and peak reserved bytes, fragmentation and minimum capacity over peak active.
 //
-//	shard-sim [--workload PRESET:full|lora:STAGE[:ckpt]]... [--ranks 1,2,4,8,16]
+//	shard-sim [--workload PRESET:full|lora:STAGE[:ckpt][:overlap]]... [--ranks 1,2,4,8,16]
 //	    [--allocators gmlake,gorgonia,caching] [--max-ranks K] [--markdown FILE] [--write-traces DIR]
 //	    [--quiet] [--verbose]
 //
@@ -26,7 +26,7 @@ import (
 )
 
 type cli struct {
-	Workload   []string      `name:"workload" default:"opt-1.3b:full:1:ckpt,opt-1.3b:full:2:ckpt,opt-1.3b:full:3:ckpt,opt-1.3b:full:2,gpt2-xl:full:2:ckpt,llama-7b:full:3:ckpt,llama-7b:lora:2:ckpt,llama-7b:lora:3:ckpt" help:"PRESET:full|lora:STAGE[:ckpt] (repeatable or comma-separated)."`
+	Workload   []string      `name:"workload" default:"opt-1.3b:full:1:ckpt,opt-1.3b:full:2:ckpt,opt-1.3b:full:3:ckpt,opt-1.3b:full:2,gpt2-xl:full:2:ckpt,opt-1.3b:full:3:ckpt:overlap,llama-7b:full:3:ckpt,llama-7b:full:3:ckpt:overlap,llama-7b:lora:2:ckpt,llama-7b:lora:3:ckpt" help:"PRESET:full|lora:STAGE[:ckpt][:overlap] (repeatable or comma-separated)."`
 	Ranks      []int         `default:"1,2,4,8,16" help:"World sizes N."`
 	Allocators []string      `default:"gmlake,gorgonia,caching" help:"Simulated allocators (see gmlake-bench)."`
 	MaxRanks   int           `name:"max-ranks" default:"0" help:"Measure at most this many ranks per world size, spread evenly (0: all)."`

@@ -30,7 +30,9 @@ func writeMarkdown(w io.Writer, c *cli, rows []shardsim.Row) error {
 		"(bisected to 2 MiB) that replays the trace without running out of memory, over peak active; " +
 		"1.000 is the physical limit. Shard = optimizer moments + fp32 master weights one rank holds. " +
 		"calls/it = driver (VMM) calls per steady-state iteration (3 on) of the worst rank, for gmlake; " +
-		"new sequence lengths keep asking for sizes not seen before, which cost stitches.\n")
+		"new sequence lengths keep asking for sizes not seen before, which cost stitches. " +
+		"Workloads ending in -overlap allocate communication buffers (stage-3 gathers, reduce-scatter " +
+		"staging) on a second stream, as DeepSpeed's overlap_comm does; the others use one stream.\n")
 	var allocs []string
 	for _, r := range rows {
 		if r.Workload == rows[0].Workload && r.Ranks == rows[0].Ranks {
