@@ -48,9 +48,11 @@
 // # What is left out
 //
 // Offload, dropout masks, the pinned host side, CUDA graph pools, NCCL's own buffers (NCCL
-// allocates its channels' memory itself, outside the caching allocator), overlap of communication
-// with backward on a second stream (every allocation here is on stream 0) and the small
-// allocations of PyTorch's bookkeeping. Ranks differ only by their sequence lengths (each draws
+// allocates its channels' memory itself, outside the caching allocator) and the small allocations
+// of PyTorch's bookkeeping. Everything is on stream 0 unless OverlapComm puts the communication
+// buffers (stage-3 gathers, reduce-scatter staging) on stream 1, as DeepSpeed's overlap_comm does;
+// the cross-stream waits themselves are not modelled (a buffer is freed when its last use is
+// issued). Ranks differ only by their sequence lengths (each draws
 // its own) and, at stages 2 and 3, by how much of each bucket falls into their shard.
 //
 // # Studies
