@@ -27,9 +27,9 @@ func faultWorkloads(t *testing.T) []faultWorkload {
 		{"stitch-heavy/budget-2", Config{Capacity: 256 * simG, EngineOptions: []stitch.Option{stitch.WithStitchBudget(2, 0)}}, StitchHeavy(simG)},
 	}
 	if dir := tracesDirOrEmpty(); dir != "" {
-		// 300 events: weights and the first activations, all new chunks. 2000 (GMLAKE_LONG=1) reach
+		// 150 events: weights and the first activations, all new chunks. 2000 (GMLAKE_LONG=1) reach
 		// into the first iterations: exact reuse, splits and 25 stitches, 440 maps.
-		n := envInt(t, "GMLAKE_FAULT_PREFIX", 300)
+		n := envInt(t, "GMLAKE_FAULT_PREFIX", 150)
 		if long() {
 			n = envInt(t, "GMLAKE_FAULT_PREFIX", 2000)
 		}
