@@ -170,7 +170,11 @@ func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
 				"inside_one_chunk", sliver, "small_free", e.smallFree.bytes, "small_cached", e.smallAge.bytes, "pages", len(e.pages),
 				"live", e.live, "reserved", e.reserved)
 		}
-		err := e.grow((r - reach + e.g - 1) / e.g)
+		n := (r - reach + e.g - 1) / e.g
+		if extra := uint64(float64(e.reserved)*e.cfg.growthSlack) / e.g; extra > 0 && e.reserved+e.orphanBytes+(n+extra)*e.g <= e.capacity {
+			n += extra // headroom, never past the capacity
+		}
+		err := e.grow(n)
 		if err != nil {
 			if errors.Is(err, ErrOutOfMemory) && !synced && e.multiStream && (e.largeAge.n > 0 || e.smallAge.n > 0) {
 				// Blocks freed on other streams wait for their events: wait for the device once.

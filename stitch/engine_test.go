@@ -127,6 +127,20 @@ func TestOutcomes(t *testing.T) {
 	})
 }
 
+func TestGrowthSlack(t *testing.T) {
+	h := newHarness(t, []sim.Option{sim.WithCapacity(1024 * MiB)}, stitch.WithGrowthSlack(0.25))
+	_, err := h.alloc(400*MiB, 0)
+	require.NoError(t, err)
+	_, err = h.alloc(400*MiB, 0)
+	require.NoError(t, err)
+	h.check("after two growths")
+	assert.Equal(t, uint64(900*MiB), h.e.Stats().ReservedBytes, "400 MiB, then 400 MiB + 25% of 400 MiB")
+	_, err = h.alloc(200*MiB, 0)
+	require.NoError(t, err, "the slack stops at the capacity, it never causes an out-of-memory")
+	assert.Equal(t, uint64(1000*MiB), h.e.Stats().ReservedBytes, "100 MiB of slack served 100 of the 200 MiB")
+	h.closeAndCheckLeaks()
+}
+
 func TestEmptyPageGoesBackToTheLargePool(t *testing.T) {
 	h := newHarness(t, []sim.Option{sim.WithCapacity(4 * MiB)})
 	var small []uintptr
@@ -223,6 +237,8 @@ func TestBadOptions(t *testing.T) {
 		{"negative budget", []stitch.Option{stitch.WithStitchBudget(-1, 0)}},
 		{"nil logger", []stitch.Option{stitch.WithLogger(nil)}},
 		{"small threshold above the page", []stitch.Option{stitch.WithSmallThreshold(4 * MiB)}},
+		{"negative growth slack", []stitch.Option{stitch.WithGrowthSlack(-0.1)}},
+		{"growth slack of everything", []stitch.Option{stitch.WithGrowthSlack(1)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,6 +23,7 @@ type config struct {
 	maxViews       int
 	maxViewBytes   uint64 // 0: 16 × arena size
 	capacity       uint64 // 0: what the driver reports
+	growthSlack    float64
 	logger         *slog.Logger
 }
 
@@ -60,6 +61,22 @@ func WithStitchBudget(maxBlocks int, maxVirtualBytes uint64) Option {
 // WithCapacity limits the physical memory the engine creates (0: whatever the driver has).
 func WithCapacity(bytes uint64) Option {
 	return func(c *config) error { c.capacity = bytes; return nil }
+}
+
+// WithGrowthSlack makes every growth create, beyond what the request needs, fraction × the memory
+// already reserved (never past the capacity). The default, 0, keeps reserved memory at what the peak
+// needs. A little slack (0.005) trades memory for fewer driver calls: on the shared traces it cut
+// warm-up calls by half and steady-state calls by a third, for 0.5% more memory with no capacity
+// limit; under a limit the minimum capacity is unchanged. Converging layouts (see the package doc)
+// may take longer to settle with it.
+func WithGrowthSlack(fraction float64) Option {
+	return func(c *config) error {
+		if !(fraction >= 0 && fraction < 1) {
+			return fmt.Errorf("%w: growth slack %v not in [0, 1)", ErrBadOption, fraction)
+		}
+		c.growthSlack = fraction
+		return nil
+	}
 }
 
 // WithLogger sets where the engine logs (nothing by default).
