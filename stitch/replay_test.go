@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -50,6 +51,11 @@ func replay(tb testing.TB, tr *trace.Trace, capacity uint64, check int) replayRe
 	if capacity > 0 {
 		simOpts = append(simOpts, sim.WithCapacity(capacity))
 		opts = append(opts, stitch.WithCapacity(capacity))
+	}
+	if v := os.Getenv("GMLAKE_SLACK"); v != "" { // measurement knob: WithGrowthSlack
+		f, err := strconv.ParseFloat(v, 64)
+		require.NoError(tb, err)
+		opts = append(opts, stitch.WithGrowthSlack(f))
 	}
 	d := sim.New(simOpts...)
 	e, err := stitch.New(d, opts...)
