@@ -100,7 +100,8 @@
 // the synthetic training loop of BenchmarkSteadyDriverCalls after three. The convergence is
 // empirical, not proven: on some traces (gpt2xl-full-ckpt, the llama ones) a repeated iteration at
 // full memory pressure keeps stitching a few blocks per iteration. An iteration that needs more
-// memory than any before it must, of course, ask the driver.
+// memory than any before it must, of course, ask the driver. WithGrowthSlack trades a little memory
+// for fewer driver calls when shapes change from step to step.
 //
 // # Invariants (Check verifies them all)
 //
