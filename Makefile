@@ -140,7 +140,8 @@ gpu-graph-build: cuda-headers
 	$(CUDA_ENV) $(GO) test -c -tags gmlakegpu -o $(GPU_DIR)/gpu/graphexec.test ./gpu/graphexec
 
 # Fine-tuning on the GPU under gmlake, the Gorgonia pool and direct cuMemAlloc (gpu/cmd/gpu-train).
-# gpu-train-build puts the binary, the GPU tests and the fixtures into $(GPU_DIR)/gpu2 (carry that
+# gpu-train-build puts the binary, the GPU tests, the demo's GPU build (finetune: runs on the GPU
+# when there is one) and the fixtures into $(GPU_DIR)/gpu2 (carry that
 # folder to a GPU machine); gpu-train-bench also runs it here, when this machine has the GPU, and
 # rewrites gpu/RESULTS.md. On a GPU machine without Go, from a copy holding $(GPU_DIR)/gpu2:
 # `gpu/tools/gpu-train-results.sh .gpu/gpu2/gpu-train gpu/RESULTS.md $(GPU_TRAIN_FLAGS)`.
@@ -152,6 +153,7 @@ gpu-train-build: cuda-headers
 	$(CUDA_ENV) $(GO) build -tags gmlakegpu -ldflags='-s -w' -o $(GPU_DIR)/gpu2/gpu-train ./gpu/cmd/gpu-train
 	$(CUDA_ENV) $(GO) test -c -tags gmlakegpu -ldflags='-s -w' -o $(GPU_DIR)/gpu2/graphexec.test ./gpu/graphexec
 	$(CUDA_ENV) $(GO) test -c -tags gmlakegpu -ldflags='-s -w' -o $(GPU_DIR)/gpu2/gpu.test ./gpu
+	$(CUDA_ENV) $(GO) build -tags gmlakegpu -ldflags='-s -w' -o $(GPU_DIR)/gpu2/finetune ./examples/finetune
 
 gpu-train-bench: gpu-train-build
 	gpu/tools/gpu-train-results.sh $(GPU_DIR)/gpu2/gpu-train gpu/RESULTS.md $(GPU_TRAIN_FLAGS)

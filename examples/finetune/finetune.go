@@ -48,22 +48,40 @@ func loadModel(c cli) (*models.Weights, error) {
 	return models.InitWeights(cfg, c.Seed, nil)
 }
 
-// options turns the flags into trainer options and a workload name in the traces' naming scheme.
-func options(c cli, arch string) ([]train.Option, string) {
+// adamW is the fine-tuning optimizer the flags ask for (on the CPU and on the GPU).
+func adamW(c cli) train.AdamW {
 	adamw := train.DefaultAdamW
 	adamw.LR, adamw.Beta2, adamw.WeightDecay, adamw.ClipNorm = 3e-3, 0.99, 0, c.Clip
+	if c.LoRA {
+		adamw.LR = 1e-2
+	}
+	if c.LR > 0 {
+		adamw.LR = c.LR
+	}
+	return adamw
+}
+
+// loraFor is the LoRA configuration the flags ask for, nil for full fine-tuning.
+func loraFor(c cli, arch string) *models.LoRA {
+	if !c.LoRA {
+		return nil
+	}
+	targets := c.LoRATargets
+	if len(targets) == 0 {
+		targets = defaultTargets[arch]
+	}
+	return &models.LoRA{Rank: c.LoRARank, Alpha: c.LoRAAlpha, Targets: targets, Seed: c.Seed}
+}
+
+// options turns the flags into trainer options and a workload name in the traces' naming scheme.
+func options(c cli, arch string) ([]train.Option, string) {
 	name := c.Preset
 	if c.Checkpoint != "" {
 		name = strings.TrimSuffix(c.Checkpoint[strings.LastIndex(c.Checkpoint, "/")+1:], "/")
 	}
 	opts := []train.Option{train.WithRecompute(c.Recompute), train.WithOffload(c.Offload)}
-	if c.LoRA {
-		targets := c.LoRATargets
-		if len(targets) == 0 {
-			targets = defaultTargets[arch]
-		}
-		opts = append(opts, train.WithLoRA(&models.LoRA{Rank: c.LoRARank, Alpha: c.LoRAAlpha, Targets: targets, Seed: c.Seed}))
-		adamw.LR = 1e-2
+	if lora := loraFor(c, arch); lora != nil {
+		opts = append(opts, train.WithLoRA(lora))
 		name += "-lora"
 	} else {
 		name += "-full"
@@ -74,10 +92,7 @@ func options(c cli, arch string) ([]train.Option, string) {
 	if c.Offload {
 		name += "-off"
 	}
-	if c.LR > 0 {
-		adamw.LR = c.LR
-	}
-	return append(opts, train.WithAdamW(adamw)), name
+	return append(opts, train.WithAdamW(adamW(c))), name
 }
 
 // seqLen draws a sequence length in [min, max] and rounds it up to its bucket.
@@ -120,6 +135,9 @@ func finetune(c cli, out io.Writer) error {
 			return err
 		}
 		task.Down = true // LoRA now adapts the counting model to count downwards
+	}
+	if onGPU, err := finetuneOnGPU(c, w, task, out, start); onGPU || err != nil {
+		return err
 	}
 	opts, workload := options(c, cfg.Arch)
 	mem, err := newMemory(c)

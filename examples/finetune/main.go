@@ -6,7 +6,11 @@
 //	go run ./examples/finetune                      # the demo (make demo)
 //	go run ./examples/finetune --no-lora --steps 50 # full fine-tuning
 //	go run ./examples/finetune --checkpoint ../shared/fixtures/hf/gpt2-tiny --eval --json
+//	go build -tags gmlakegpu -o finetune ./examples/finetune && ./finetune  # on the GPU, if any
 //
+// Built with -tags gmlakegpu on a machine with an NVIDIA GPU, the measured fine-tuning runs on
+// the GPU (gpu/graphexec) with every device buffer from gmlake's engine over driver/cuda, and
+// prints gmlake's figures for the run; the trace replay and the plot are CPU-path features.
 // A random-init model cannot be adapted by LoRA alone (its frozen embeddings carry no information),
 // so without --checkpoint the demo first trains the base model briefly on the Go heap to count
 // upwards ("pretraining", not measured), then fine-tunes it with LoRA to count downwards: that
@@ -46,7 +50,8 @@ type cli struct {
 	LR   float64 `help:"Learning rate (default 1e-2 with LoRA, 3e-3 without)."`
 	Clip float64 `default:"1" help:"Clip the global gradient norm to this (0: off)."`
 
-	Allocator      string      `default:"gmlake" enum:"gmlake,go" help:"Memory for the run: gmlake (stitched host memory) or go (the Go heap)."`
+	Device         string      `default:"auto" enum:"auto,cpu,gpu" help:"Where the measured fine-tuning runs: gpu (a binary built with -tags gmlakegpu, on gmlake's GPU memory), cpu, or auto (the GPU when the binary and the machine have one)."`
+	Allocator      string      `default:"gmlake" enum:"gmlake,go" help:"Memory for the CPU run: gmlake (stitched host memory) or go (the Go heap)."`
 	Granularity    bench.Bytes `default:"64KiB" help:"gmlake's unit of physical memory (2MiB on a GPU; scaled down with the model)."`
 	SmallThreshold bench.Bytes `default:"32KiB" help:"gmlake serves requests below this from small pages (1MiB on a GPU)."`
 	MinStitch      bench.Bytes `default:"32KiB" help:"gmlake never stitches free pieces below this (1MiB on a GPU)."`

@@ -54,7 +54,7 @@ func TestEvalMatchesReference(t *testing.T) {
 func TestShortRun(t *testing.T) {
 	dir := t.TempDir()
 	tracePath, plotPath := filepath.Join(dir, "run.trace.gz"), filepath.Join(dir, "run.png")
-	c := parse(t, "--steps", "4", "--pretrain", "2", "--batch", "2", "--min-seq", "8", "--max-seq", "16",
+	c := parse(t, "--device", "cpu", "--steps", "4", "--pretrain", "2", "--batch", "2", "--min-seq", "8", "--max-seq", "16",
 		"--trace", tracePath, "--plot", plotPath)
 	var out bytes.Buffer
 	require.NoError(t, finetune(c, &out))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gmlake/gmlake"
+	"github.com/gmlake/gmlake/driver/host"
 	"github.com/gmlake/gmlake/memory"
 	"github.com/gmlake/gmlake/stitch"
 	"github.com/gmlake/gmlake/train/vm"
@@ -25,7 +26,13 @@ func newMemory(c cli) (*runMemory, error) {
 	case "go":
 		return &runMemory{alloc: &vm.GoAllocator{}}, nil
 	case "gmlake":
-		a, err := gmlake.NewAllocator(gmlake.WithGranularity(uint64(c.Granularity)),
+		// The host driver, named: in a -tags gmlakegpu build on a GPU machine the default driver is
+		// CUDA's, whose memory the CPU executor cannot read.
+		d, err := host.New(host.WithGranularity(uint64(c.Granularity)))
+		if err != nil {
+			return nil, err
+		}
+		a, err := gmlake.NewAllocator(gmlake.WithDriver(d),
 			gmlake.WithSmallThreshold(uint64(c.SmallThreshold)), gmlake.WithMinStitch(uint64(c.MinStitch)))
 		if err != nil {
 			return nil, err

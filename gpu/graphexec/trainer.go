@@ -174,6 +174,26 @@ func (tr *Trainer) StepGraph(g *models.Graph, ids []int) (float32, error) {
 	return loss[0], nil
 }
 
+// Loss runs g (a graph over the Trainer's weights) on one batch and returns the loss without
+// updating anything: a held-out evaluation. (It runs the backward pass too: the graph has it.)
+func (tr *Trainer) Loss(g *models.Graph, ids []int) (float32, error) {
+	m, err := tr.machine(g)
+	if err != nil {
+		return 0, err
+	}
+	if err := g.SetIDs(ids); err != nil {
+		return 0, err
+	}
+	if err := m.Run(); err != nil {
+		return 0, err
+	}
+	loss, err := m.Value(g.Loss)
+	if err != nil {
+		return 0, err
+	}
+	return loss[0], nil
+}
+
 // Param downloads trained parameter i (in the order of Graph.Params).
 func (tr *Trainer) Param(i int) ([]float32, error) { return tr.params[i].ToHost() }
 
