@@ -3,6 +3,7 @@ package reliability
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,6 +26,8 @@ func faultWorkloads(t *testing.T) []faultWorkload {
 	ws := []faultWorkload{
 		{"stitch-heavy", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(1)}}, StitchHeavy(simG)},
 		{"stitch-heavy/budget-2", Config{Capacity: 256 * simG, EngineOptions: []stitch.Option{stitch.WithStitchBudget(2, 0)}}, StitchHeavy(simG)},
+		// Closed with live blocks, cached blocks, views and pending events: Close does all the work.
+		{"stitch-heavy/close-busy", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(3)}}, untilReset(StitchHeavy(simG))},
 	}
 	if dir := tracesDirOrEmpty(); dir != "" {
 		// 150 events: weights and the first activations, all new chunks. 2000 (GMLAKE_LONG=1) reach
@@ -45,9 +48,21 @@ func faultWorkloads(t *testing.T) []faultWorkload {
 // followed by Check and the accounting cross-check; the same request succeeds when retried; and
 // after Close the driver holds nothing.
 func TestFaultAtEveryDriverCall(t *testing.T) {
+	var synthCalls [stitch.NumCallKinds]uint64 // over the synthetic workloads
+	synthMet := map[string]int{}
+	defer func() {
+		// The synthetic workloads must keep reaching every kind of call and every path.
+		for kind := range stitch.NumCallKinds {
+			assert.NotZero(t, synthCalls[kind], "the synthetic workloads make no %s call", kind)
+		}
+		for _, path := range []string{"new", "alloc", "free", "empty-cache", "reset", "close"} {
+			assert.NotZero(t, synthMet[path], "no fault was met during %s", path)
+		}
+	}()
 	for _, w := range faultWorkloads(t) {
 		t.Run(w.name, func(t *testing.T) {
 			calls := cleanRunCalls(t, w)
+			met := map[string]int{} // faults met, by where
 			for kind := range stitch.NumCallKinds {
 				if calls[kind] == 0 {
 					continue
@@ -57,10 +72,20 @@ func TestFaultAtEveryDriverCall(t *testing.T) {
 					for n := 1; n <= int(calls[kind]); n++ {
 						if at := runWithFault(t, w, kind, n); at != "" {
 							where[at]++
+							met[at]++
 						}
 					}
 					t.Logf("%d faults, met during: %v", calls[kind], where)
 				})
+			}
+			t.Logf("calls by kind %v; faults met during: %v", calls, met)
+			if strings.HasPrefix(w.name, "stitch-heavy") {
+				for kind := range stitch.NumCallKinds {
+					synthCalls[kind] += calls[kind]
+				}
+				for path, n := range met {
+					synthMet[path] += n
+				}
 			}
 		})
 	}
@@ -139,6 +164,11 @@ func runWithFault(t *testing.T, w faultWorkload, kind stitch.CallKind, n int) st
 	if err != nil {
 		assert.True(t, !before && fired(), "%s #%d: Close failed without the fault: %v", kind, n, err)
 		assert.ErrorIs(t, err, sim.ErrInjected, "%s #%d: Close", kind, n)
+		// The engine's contract: what a failed Close could not give back, the next Close does (and
+		// says ErrClosed when there was nothing left).
+		if err := h.Engine.Close(); err != nil {
+			assert.ErrorIs(t, err, stitch.ErrClosed, "%s #%d: second Close", kind, n)
+		}
 	}
 	if err := h.Leaks(); err != nil {
 		if bug := knownLeak(kind, where, h.Driver.Live()); bug != "" {
@@ -230,4 +260,14 @@ func TestStitchFailureRollsBackWhole(t *testing.T) {
 			assert.NoError(t, h.Leaks())
 		})
 	}
+}
+
+// untilReset is ops up to its first Reset.
+func untilReset(ops []Op) []Op {
+	for i, op := range ops {
+		if op.Kind == OpReset {
+			return ops[:i]
+		}
+	}
+	return ops
 }
