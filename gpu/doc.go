@@ -32,7 +32,9 @@
 // host (ToHost) or Synchronize waits for the stream. Device memory comes from an Allocator (the
 // stitch.Engine over driver/cuda in production, plain cuMemAlloc by default) and is allocated with
 // the Device's stream, so the engine may reuse a freed block for later work on the same stream
-// without waiting.
+// without waiting. Package gpu/pool builds the three allocators the project compares on a GPU
+// (gmlake, the Gorgonia pool algorithm over one cuMemAlloc arena, direct cuMemAlloc) under one
+// capacity; gpu/cmd/gpu-train compares them on fine-tuning runs (gpu/RESULTS.md).
 //
 // Tensors are row-major float32 arrays with explicit strides (in elements). Operations write into
 // a caller-provided output tensor, as Gorgonia's UsePreallocDo does, so the executor decides where
