@@ -145,7 +145,7 @@ gpu-graph-build: cuda-headers
 # folder to a GPU machine); gpu-train-bench also runs it here, when this machine has the GPU, and
 # rewrites gpu/RESULTS.md. On a GPU machine without Go, from a copy holding $(GPU_DIR)/gpu2:
 # `gpu/tools/gpu-train-results.sh .gpu/gpu2/gpu-train gpu/RESULTS.md $(GPU_TRAIN_FLAGS)`.
-GPU_TRAIN_FLAGS ?= --capacity 12GiB --bisect-limit 25s
+GPU_TRAIN_FLAGS ?= --capacity 12GiB --bisect-limit 15s
 .PHONY: gpu-train-build gpu-train-bench
 gpu-train-build: cuda-headers
 	mkdir -p $(GPU_DIR)/gpu2/fixtures
