@@ -3,11 +3,8 @@
 package nccl
 
 /*
-#cgo LDFLAGS: -ldl
-#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 // nccl.h's ABI, declared here so that no NCCL header is needed to build.
@@ -31,9 +28,6 @@ typedef ncclResult_t (*allGather_t)(const void *, void *, size_t, int, ncclComm_
 typedef ncclResult_t (*group_t)(void);
 typedef CUresult (*ctxGetCurrent_t)(CUcontext *);
 typedef CUresult (*ctxSetCurrent_t)(CUcontext);
-
-static void *gn_dlopen(const char *name) { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
-static const char *gn_dlerror(void) { return dlerror(); }
 
 static ncclResult_t gn_get_version(void *f, int *v) { return ((getVersion_t)f)(v); }
 static ncclResult_t gn_get_unique_id(void *f, void *id) { return ((getUniqueId_t)f)((ncclUniqueId *)id); }
@@ -79,40 +73,10 @@ static ncclResult_t gn_comm_init_rank(void *f, void *get, void *set, uintptr_t c
 */
 import "C"
 
-import (
-	"sync"
-	"unsafe"
-)
+import "unsafe"
 
 // UniqueIDBytes is the size of an ncclUniqueId.
 const UniqueIDBytes = 128
-
-// dlerrorMu serialises dlopen/dlsym with dlerror, whose message may be clobbered by another call
-// on the same thread before it is read.
-var dlerrorMu sync.Mutex
-
-// dlopen opens name, returning the handle or the loader's reason.
-func dlopen(name string) (unsafe.Pointer, string) {
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
-	dlerrorMu.Lock()
-	defer dlerrorMu.Unlock()
-	h := C.gn_dlopen(cname)
-	if h == nil {
-		return nil, C.GoString(C.gn_dlerror())
-	}
-	return h, ""
-}
-
-// dlsym resolves name in handle, nil when it is missing.
-func dlsym(handle unsafe.Pointer, name string) unsafe.Pointer {
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
-	dlerrorMu.Lock()
-	defer dlerrorMu.Unlock()
-	C.gn_dlerror()
-	return C.dlsym(handle, cname)
-}
 
 func (l *Library) callVersion() (int, Result) {
 	var v C.int

@@ -16,9 +16,8 @@
 // ncclComm_t, ncclUniqueId, the data type and reduction enums) are declared here with NCCL's ABI,
 // which has been stable across NCCL 2.x.
 //
-// The project's GPU packages have their own dlopen loader (gpu/internal/dl), but Go's internal
-// rule keeps it private to gpu/; this package's loader is the same few lines until that one moves
-// to a shared place.
+// The loading itself is the project's shared dlopen loader (internal/dl); this package adds the
+// candidate lists and wraps the loader's *OpenError or *SymbolError with ErrUnavailable.
 //
 // # NVLink multicast
 //

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gmlake/gmlake/internal/dl"
 )
 
 // ErrUnavailable is wrapped by every error saying that NCCL (or the CUDA driver) cannot be used here.
@@ -85,29 +87,10 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
-// OpenError says that a library could not be opened from any candidate.
-type OpenError struct {
-	Library string   // "NCCL" or "CUDA driver"
-	EnvVar  string   // the variable that overrides the candidates
-	Tried   []string // each candidate with the loader's reason, in order
-}
+// OpenError says that a library could not be opened from any candidate; Open's error wraps it
+// together with ErrUnavailable.
+type OpenError = dl.OpenError
 
-func (e *OpenError) Error() string {
-	return fmt.Sprintf("nccl: cannot open %s from any of [%s] (set %s to the library's path)",
-		e.Library, strings.Join(e.Tried, "; "), e.EnvVar)
-}
-
-// Unwrap makes errors.Is(err, ErrUnavailable) hold.
-func (e *OpenError) Unwrap() error { return ErrUnavailable }
-
-// SymbolError says that an opened library lacks a symbol (a version too old).
-type SymbolError struct {
-	Library, Path, Symbol string
-}
-
-func (e *SymbolError) Error() string {
-	return fmt.Sprintf("nccl: %s (%s) lacks symbol %s", e.Library, e.Path, e.Symbol)
-}
-
-// Unwrap makes errors.Is(err, ErrUnavailable) hold: a library without the calls is as good as none.
-func (e *SymbolError) Unwrap() error { return ErrUnavailable }
+// SymbolError says that an opened library lacks a symbol (a version too old); Open's error wraps
+// it together with ErrUnavailable: a library without the calls is as good as none.
+type SymbolError = dl.SymbolError

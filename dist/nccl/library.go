@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
+
+	"github.com/gmlake/gmlake/internal/dl"
 )
 
 // EnvVar names the environment variable that, when set, is the only NCCL library tried.
@@ -120,13 +122,9 @@ func open(cfg config) (*Library, error) {
 			return nil, fmt.Errorf("nccl: setting %s: %w", NVLSEnvVar, err)
 		}
 	}
-	handle, path, err := openFirst("NCCL", EnvVar, Candidates)
-	if err != nil {
-		return nil, err
-	}
-	l := &Library{path: path, log: cfg.logger}
+	l := &Library{log: cfg.logger}
 	f := &l.fn
-	if err := resolve("NCCL", path, handle, map[string]*unsafe.Pointer{
+	path, err := openLibrary("NCCL", EnvVar, Candidates, map[string]*unsafe.Pointer{
 		"ncclGetVersion": &f.getVersion, "ncclGetUniqueId": &f.getUniqueID,
 		"ncclCommInitRank": &f.commInitRank, "ncclCommInitAll": &f.commInitAll,
 		"ncclCommDestroy": &f.commDestroy, "ncclCommCount": &f.commCount,
@@ -134,46 +132,32 @@ func open(cfg config) (*Library, error) {
 		"ncclCommGetAsyncError": &f.commAsyncError, "ncclGetErrorString": &f.getErrorString,
 		"ncclAllReduce": &f.allReduce, "ncclReduceScatter": &f.reduceScatter,
 		"ncclAllGather": &f.allGather, "ncclGroupStart": &f.groupStart, "ncclGroupEnd": &f.groupEnd,
-	}); err != nil {
-		return nil, err
-	}
-	drv, drvPath, err := openFirst("CUDA driver", DriverEnvVar, driverCandidates)
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := resolve("CUDA driver", drvPath, drv, map[string]*unsafe.Pointer{
+	l.path = path
+	drvPath, err := openLibrary("CUDA driver", DriverEnvVar, driverCandidates, map[string]*unsafe.Pointer{
 		"cuCtxGetCurrent": &f.ctxGetCurrent, "cuCtxSetCurrent": &f.ctxSetCurrent,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	cfg.logger.Debug("nccl: opened", "path", path, "driver", drvPath)
 	return l, nil
 }
 
-func openFirst(what, envVar string, candidates []string) (unsafe.Pointer, string, error) {
-	if v := os.Getenv(envVar); v != "" {
-		candidates = []string{v}
+// openLibrary opens one library and resolves table in it; a failure wraps ErrUnavailable and the
+// loader's *OpenError or *SymbolError.
+func openLibrary(what, envVar string, candidates []string, table map[string]*unsafe.Pointer) (string, error) {
+	lib, err := dl.Open(what, envVar, candidates)
+	if err == nil {
+		err = lib.Symbols(table)
 	}
-	oe := &OpenError{Library: what, EnvVar: envVar}
-	for _, name := range candidates {
-		h, reason := dlopen(name)
-		if h != nil {
-			return h, name, nil
-		}
-		oe.Tried = append(oe.Tried, name+": "+reason)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return nil, "", oe
-}
-
-func resolve(what, path string, handle unsafe.Pointer, table map[string]*unsafe.Pointer) error {
-	for name, dst := range table {
-		p := dlsym(handle, name)
-		if p == nil {
-			return &SymbolError{Library: what, Path: path, Symbol: name}
-		}
-		*dst = p
-	}
-	return nil
+	return lib.Path(), nil
 }
 
 // Path is the name NCCL was opened under.

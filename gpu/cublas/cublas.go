@@ -1,5 +1,5 @@
 // Package cublas binds the few cuBLAS calls the project needs (single-precision GEMM, plain and
-// strided-batched), with the library opened at run time (see gpu/internal/dl): one binary works
+// strided-batched), with the library opened at run time (see internal/dl): one binary works
 // with cuBLAS 11 (Debian's CUDA 11.8), 12 or 13, whichever the machine has.
 //
 // The library is looked up by GMLAKE_CUBLAS (a path, when set) or by the sonames of Candidates.
@@ -50,7 +50,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/gmlake/gmlake/gpu/internal/dl"
+	"github.com/gmlake/gmlake/internal/dl"
 )
 
 // EnvVar names the environment variable that, when set, is the only cuBLAS library tried.

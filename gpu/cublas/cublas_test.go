@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gmlake/gmlake/gpu/internal/dl"
+	"github.com/gmlake/gmlake/internal/dl"
 )
 
 // Without a GPU only the loader can be tested: an unopenable override must give a typed error that

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gmlake/gmlake/gpu/internal/dl"
+	"github.com/gmlake/gmlake/internal/dl"
 	"github.com/gmlake/gmlake/gpu/kernels"
 	"github.com/gmlake/gmlake/gpu/nvrtc"
 )

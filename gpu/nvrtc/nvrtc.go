@@ -1,5 +1,5 @@
 // Package nvrtc compiles CUDA C++ to PTX at run time through NVIDIA's NVRTC library, which it opens
-// with dlopen (see gpu/internal/dl): one binary works with NVRTC 11.2 through 13, whichever the
+// with dlopen (see internal/dl): one binary works with NVRTC 11.2 through 13, whichever the
 // machine has. NVRTC is a compiler and needs no GPU, so this package (and the check that every
 // project kernel compiles) also runs on machines without one, such as CI, given the library.
 //
@@ -43,7 +43,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/gmlake/gmlake/gpu/internal/dl"
+	"github.com/gmlake/gmlake/internal/dl"
 )
 
 // EnvVar names the environment variable that, when set, is the only NVRTC library tried.

@@ -1,7 +1,9 @@
 // Package dl opens shared libraries at run time (dlopen) and resolves their symbols, so that one
-// binary works against whichever CUDA libraries (cuBLAS, NVRTC) a machine has: their sonames change
-// with every major CUDA release (libcublas.so.11 in Debian's 11.8 packages, .so.13 on a CUDA 13
-// machine), so linking against one at build time would tie the binary to that release.
+// binary works against whichever CUDA libraries (cuBLAS, NVRTC, NCCL) a machine has: their sonames
+// change with every major CUDA release (libcublas.so.11 in Debian's 11.8 packages, .so.13 on a
+// CUDA 13 machine), so linking against one at build time would tie the binary to that release, and
+// a binary linked against NCCL would not even start where it is missing. It sits at the module
+// root so that both gpu/ and dist/ can use it.
 //
 // A Library is opened from a list of candidate names, tried in order; an environment variable, when
 // set, replaces the list with the one path it names. Every failure is an *OpenError or a
