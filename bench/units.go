@@ -27,6 +27,10 @@ func FormatBytes(n uint64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
+// FormatGiB renders n in GiB with two decimals and no unit ("12.80"), for table columns whose
+// header names the unit.
+func FormatGiB(n uint64) string { return fmt.Sprintf("%.2f", float64(n)/float64(GiB)) }
+
 // ParseBytes reads a size such as "40GiB", "1.5 GB", "512MiB", "4096" or "2m" (binary units for
 // K/M/G/T with or without "iB", decimal for "KB"/"MB"/"GB"/"TB").
 func ParseBytes(s string) (uint64, error) {

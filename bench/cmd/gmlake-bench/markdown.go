@@ -144,15 +144,15 @@ func writeDetail(b *strings.Builder, names []string, byTrace map[string][]bench.
 			}
 			minCap := "-"
 			if r.MinCapacity != nil {
-				minCap = gibNum(*r.MinCapacity)
+				minCap = bench.FormatGiB(*r.MinCapacity)
 			}
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %.3f | %s | %s | %d | %s | %s | %.0f |\n", n, r.Allocator,
-				gibNum(r.PeakActive), gibNum(r.PeakReserved), r.Fragmentation, minCap, mdRatio(r),
+				bench.FormatGiB(r.PeakActive), bench.FormatGiB(r.PeakReserved), r.Fragmentation, minCap, mdRatio(r),
 				r.SetupDriverCalls, calls(r.WarmupDriverCallsPerIter), calls(r.SteadyDriverCallsPerIter), r.NsPerPair)
 		}
 		for _, a := range anchorsFor(n, anchors) {
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %.3f | %s | %.3f | | | | |\n", n, a.Allocator,
-				gibNum(a.PeakActive), gibNum(a.PeakReserved), a.Fragmentation, gibNum(a.MinCapacity), a.CapacityOverActive)
+				bench.FormatGiB(a.PeakActive), bench.FormatGiB(a.PeakReserved), a.Fragmentation, bench.FormatGiB(a.MinCapacity), a.CapacityOverActive)
 		}
 	}
 	b.WriteString("\n")
@@ -188,7 +188,5 @@ func writeCachingCheck(b *strings.Builder, names []string, byTrace map[string][]
 }
 
 func relative(ours, theirs uint64) string {
-	return fmt.Sprintf("%s / %s (%+.1f%%)", gibNum(ours), gibNum(theirs), 100*(float64(ours)/float64(theirs)-1))
+	return fmt.Sprintf("%s / %s (%+.1f%%)", bench.FormatGiB(ours), bench.FormatGiB(theirs), 100*(float64(ours)/float64(theirs)-1))
 }
-
-func gibNum(n uint64) string { return fmt.Sprintf("%.2f", float64(n)/float64(bench.GiB)) }

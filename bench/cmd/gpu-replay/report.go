@@ -114,8 +114,6 @@ func writeJSON(w io.Writer, recs []record) error {
 	return nil
 }
 
-func gib(b uint64) string { return fmt.Sprintf("%.2f", float64(b)/(1<<30)) }
-
 func ms(ns int64) string { return fmt.Sprintf("%.1f", float64(ns)/1e6) }
 
 // markdown writes one table row per (trace, allocator) on the GPU, with the simulator's figures
@@ -161,8 +159,8 @@ func markdown(w io.Writer, recs []record, header string) {
 			if ref == nil {
 				ref = s
 			}
-			row = append(row, gib(ref.PeakActive))
-			reserved := cell(func(r *record) string { return gib(r.PeakReserved) }, g) + " / " + cell(func(r *record) string { return gib(r.PeakReserved) }, s)
+			row = append(row, bench.FormatGiB(ref.PeakActive))
+			reserved := cell(func(r *record) string { return bench.FormatGiB(r.PeakReserved) }, g) + " / " + cell(func(r *record) string { return bench.FormatGiB(r.PeakReserved) }, s)
 			if g != nil && g.Partial {
 				reserved += " (partial)"
 			}

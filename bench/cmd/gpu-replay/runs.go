@@ -223,7 +223,7 @@ func (c *cli) progress(w io.Writer, r *record, took time.Duration) {
 	}
 	extra := ""
 	if r.MinCapacity > 0 {
-		extra = fmt.Sprintf(" min capacity %s GiB (%.4f × active, exact %v)", gib(r.MinCapacity), r.CapacityOverActive, r.MinCapacityExact)
+		extra = fmt.Sprintf(" min capacity %s GiB (%.4f × active, exact %v)", bench.FormatGiB(r.MinCapacity), r.CapacityOverActive, r.MinCapacityExact)
 	}
 	if r.Phases != nil {
 		st := r.Phases["steady"]
@@ -231,7 +231,7 @@ func (c *cli) progress(w io.Writer, r *record, took time.Duration) {
 			st.NsPerPair, st.CallsPerIter, ms(r.Phases["setup"].DriverNs), ms(r.Phases["warmup"].DriverNs), ms(st.DriverNs))
 	}
 	fmt.Fprintf(w, "%-44s %-8s %-4s %-18s peak reserved %s GiB%s  %s  [%.1fs]\n",
-		r.Trace, r.Allocator, r.Driver, r.Run, gib(r.PeakReserved), extra, status, took.Seconds())
+		r.Trace, r.Allocator, r.Driver, r.Run, bench.FormatGiB(r.PeakReserved), extra, status, took.Seconds())
 }
 
 func roundUp(n, to uint64) uint64 { return (n + to - 1) / to * to }

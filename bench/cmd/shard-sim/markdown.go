@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/gmlake/gmlake/dist/shardsim"
-)
 
-func gib(b uint64) string { return fmt.Sprintf("%.2f", float64(b)/(1<<30)) }
+	"github.com/gmlake/gmlake/bench"
+)
 
 // writeMarkdown writes one table per workload: a line per world size, per allocator the worst
 // rank's peak reserved, fragmentation and minimum capacity over peak active. The simulation is
@@ -49,7 +49,7 @@ func writeMarkdown(w io.Writer, c *cli, rows []shardsim.Row) error {
 		for i < len(rows) && rows[i].Workload == wl {
 			r := rows[i]
 			br := r.Breakdown
-			fmt.Fprintf(&b, "| %d | %d | %s | %s |", r.Ranks, len(r.Measured), gib(uint64(br.Optimizer+br.Master)), gib(r.PeakActive))
+			fmt.Fprintf(&b, "| %d | %d | %s | %s |", r.Ranks, len(r.Measured), bench.FormatGiB(uint64(br.Optimizer+br.Master)), bench.FormatGiB(r.PeakActive))
 			calls := "–"
 			for range allocs {
 				r := rows[i]
@@ -60,7 +60,7 @@ func writeMarkdown(w io.Writer, c *cli, rows []shardsim.Row) error {
 				if !r.Exact {
 					exact = " ≤"
 				}
-				fmt.Fprintf(&b, " %s | %.3f |%s %.3f |", gib(r.PeakReserved), r.Fragmentation, exact, r.CapacityOverActive)
+				fmt.Fprintf(&b, " %s | %.3f |%s %.3f |", bench.FormatGiB(r.PeakReserved), r.Fragmentation, exact, r.CapacityOverActive)
 				i++
 			}
 			fmt.Fprintf(&b, " %s |\n", calls)

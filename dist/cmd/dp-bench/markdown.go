@@ -5,9 +5,9 @@ package main
 import (
 	"fmt"
 	"strings"
-)
 
-func gib(b uint64) string { return fmt.Sprintf("%.2f", float64(b)/(1<<30)) }
+	"github.com/gmlake/gmlake/bench"
+)
 
 // markdown is one line per (world size, allocator): the worst GPU's figures and the step times.
 func markdown(c *cli, results []Result) string {
@@ -28,8 +28,8 @@ func markdown(c *cli, results []Result) string {
 			active, reserved = max(active, m.PeakActive), max(reserved, m.PeakReserved)
 			frag, calls = max(frag, m.Fragmentation), max(calls, m.DriverCalls)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %.3f | %d | %.1f | %.0f | %s |\n", r.World, r.Allocator, gib(active),
-			gib(reserved), frag, calls, r.SteadyMs, r.WarmupMs, r.Error)
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %.3f | %d | %.1f | %.0f | %s |\n", r.World, r.Allocator, bench.FormatGiB(active),
+			bench.FormatGiB(reserved), frag, calls, r.SteadyMs, r.WarmupMs, r.Error)
 	}
 	return b.String()
 }
