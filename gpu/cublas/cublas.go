@@ -57,18 +57,7 @@ import (
 const EnvVar = "GMLAKE_CUBLAS"
 
 // Candidates are the cuBLAS sonames tried, newest first, each also under the usual CUDA folders.
-var Candidates = withDirs([]string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"})
-
-func withDirs(sonames []string) []string {
-	dirs := []string{"", "/usr/local/cuda/lib64/", "/usr/local/cuda/targets/x86_64-linux/lib/"}
-	var out []string
-	for _, d := range dirs {
-		for _, s := range sonames {
-			out = append(out, d+s)
-		}
-	}
-	return out
-}
+var Candidates = dl.CUDACandidates("libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so")
 
 // ErrCublas is wrapped by every *Error.
 var ErrCublas = errors.New("cublas call failed")

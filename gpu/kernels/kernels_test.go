@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gmlake/gmlake/internal/dl"
 	"github.com/gmlake/gmlake/gpu/kernels"
 	"github.com/gmlake/gmlake/gpu/nvrtc"
+	"github.com/gmlake/gmlake/internal/dl"
 )
 
 func TestKernelNamesAreUnique(t *testing.T) {

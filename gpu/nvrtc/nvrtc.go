@@ -50,20 +50,9 @@ import (
 const EnvVar = "GMLAKE_NVRTC"
 
 // Candidates are the NVRTC sonames tried, newest first, each also under the usual CUDA folders.
-var Candidates = withDirs([]string{
+var Candidates = dl.CUDACandidates(
 	"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.11.1", "libnvrtc.so.11.0", "libnvrtc.so",
-})
-
-func withDirs(sonames []string) []string {
-	dirs := []string{"", "/usr/local/cuda/lib64/", "/usr/local/cuda/targets/x86_64-linux/lib/"}
-	var out []string
-	for _, d := range dirs {
-		for _, s := range sonames {
-			out = append(out, d+s)
-		}
-	}
-	return out
-}
+)
 
 // ErrCompile is wrapped by every *CompileError.
 var ErrCompile = errors.New("nvrtc: compilation failed")

@@ -64,6 +64,22 @@ func (e *SymbolError) Error() string {
 // Unwrap makes errors.Is(err, ErrMissingSymbol) hold.
 func (e *SymbolError) Unwrap() error { return ErrMissingSymbol }
 
+// cudaDirs are the folders a CUDA toolkit installs its libraries in, after the loader's default
+// path ("").
+var cudaDirs = []string{"", "/usr/local/cuda/lib64/", "/usr/local/cuda/targets/x86_64-linux/lib/"}
+
+// CUDACandidates lists the sonames on the loader's default path, then under the usual CUDA
+// folders, in the order given: a candidate list for Open.
+func CUDACandidates(sonames ...string) []string {
+	out := make([]string, 0, len(cudaDirs)*len(sonames))
+	for _, d := range cudaDirs {
+		for _, s := range sonames {
+			out = append(out, d+s)
+		}
+	}
+	return out
+}
+
 // Library is an opened shared library. It is never closed: the CUDA libraries keep global state
 // that does not survive an unload, and a process opens each of them once.
 type Library struct {

@@ -60,3 +60,12 @@ func TestSymbol(t *testing.T) {
 	assert.NotNil(t, a)
 	assert.NotNil(t, b)
 }
+
+func TestCUDACandidates(t *testing.T) {
+	got := CUDACandidates("liba.so.2", "liba.so")
+	assert.Equal(t, []string{
+		"liba.so.2", "liba.so",
+		"/usr/local/cuda/lib64/liba.so.2", "/usr/local/cuda/lib64/liba.so",
+		"/usr/local/cuda/targets/x86_64-linux/lib/liba.so.2", "/usr/local/cuda/targets/x86_64-linux/lib/liba.so",
+	}, got)
+}
