@@ -104,7 +104,7 @@ func ReadSnapshot(r io.Reader, opts ...SnapshotOption) (*trace.Trace, error) {
 	u := pickle.NewUnpickler(br)
 	root, err := u.Load()
 	if err != nil {
-		return nil, fmt.Errorf("%w: snapshot pickle: %v", trace.ErrFormat, err)
+		return nil, fmt.Errorf("%w: snapshot pickle: %w", trace.ErrFormat, err)
 	}
 	top, ok := root.(*types.Dict)
 	if !ok {

@@ -137,7 +137,7 @@ func LoadConfig(dir string) (Config, error) {
 func ParseConfig(raw []byte) (Config, error) {
 	var h hfConfig
 	if err := json.Unmarshal(raw, &h); err != nil {
-		return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		return Config{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	var c Config
 	switch h.ModelType {

@@ -44,7 +44,7 @@ func openSafetensors(path string) (*safetensorsFile, error) {
 	st, err := readSafetensorsHeader(f)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadCheckpoint, path, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadCheckpoint, path, err)
 	}
 	return st, nil
 }
@@ -72,10 +72,10 @@ func readSafetensorsHeader(f *os.File) (*safetensorsFile, error) {
 		}
 		var e safetensorsEntry
 		if err := json.Unmarshal(msg, &e); err != nil {
-			return nil, fmt.Errorf("tensor %s: %v", name, err)
+			return nil, fmt.Errorf("tensor %s: %w", name, err)
 		}
 		if _, err := elemSize(e.Dtype); err != nil {
-			return nil, fmt.Errorf("tensor %s: %v", name, err)
+			return nil, fmt.Errorf("tensor %s: %w", name, err)
 		}
 		st.entries[name] = e
 	}
@@ -106,7 +106,7 @@ func (s *safetensorsFile) readInto(name string, dst []float32) error {
 	}
 	buf := make([]byte, e.Offsets[1]-e.Offsets[0])
 	if _, err := s.f.ReadAt(buf, s.base+e.Offsets[0]); err != nil {
-		return fmt.Errorf("%w: tensor %s: %v", ErrBadCheckpoint, name, err)
+		return fmt.Errorf("%w: tensor %s: %w", ErrBadCheckpoint, name, err)
 	}
 	for i := range dst {
 		switch e.Dtype {

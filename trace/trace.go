@@ -112,7 +112,7 @@ func parseLine(line string) (Event, error) {
 	for i, s := range f[1:] {
 		n, err := strconv.ParseUint(s, 10, 63)
 		if err != nil {
-			return Event{}, fmt.Errorf("%w: %v", ErrFormat, err)
+			return Event{}, fmt.Errorf("%w: %w", ErrFormat, err)
 		}
 		nums[i] = n
 	}

@@ -170,7 +170,7 @@ func Describe(op gorgonia.Op) (Desc, error) {
 			if m := p.re.FindStringSubmatch(s); m != nil {
 				d, err := p.parse(m)
 				if err != nil {
-					return Desc{}, fmt.Errorf("%w: %q: %v", ErrUnsupported, s, err)
+					return Desc{}, fmt.Errorf("%w: %q: %w", ErrUnsupported, s, err)
 				}
 				return d, nil
 			}

@@ -148,7 +148,7 @@ func (o op) prepare(vals []gorgonia.Value) ([]*tensor.Dense, tensor.Shape, error
 	for i, v := range vals {
 		d, err := asDense(v)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %v input %d: %v", ErrInput, o.k, i, err)
+			return nil, nil, fmt.Errorf("%w: %v input %d: %w", ErrInput, o.k, i, err)
 		}
 		if d.Dtype() != sig[i].dtype {
 			return nil, nil, fmt.Errorf("%w: %v input %d is %v, want %v", ErrInput, o.k, i, d.Dtype(), sig[i].dtype)

@@ -56,7 +56,7 @@ func isLeaf(n *gorgonia.Node) bool {
 func analyse(g *gorgonia.ExprGraph, cfg *config) (*graphInfo, error) {
 	sorted, err := gorgonia.Sort(g)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrGraph, err)
+		return nil, fmt.Errorf("%w: %w", ErrGraph, err)
 	}
 	gi := &graphInfo{index: make(map[int64]int, len(sorted))}
 	for i := len(sorted) - 1; i >= 0; i-- { // Sort puts roots first
