@@ -15,7 +15,6 @@ type config struct {
 	offload   bool
 	adamw     AdamW
 	logger    *slog.Logger
-	build     func(*models.Weights, models.BuildOptions) (*models.Graph, error)
 }
 
 // WithLoRA trains rank-r adapters on the given projections instead of every weight (nil: full
@@ -33,8 +32,3 @@ func WithAdamW(a AdamW) Option { return func(c *config) { c.adamw = a } }
 
 // WithLogger logs graph builds and steps at debug level (default: no logging).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
-
-// withBuilder replaces models.Build (tests).
-func withBuilder(b func(*models.Weights, models.BuildOptions) (*models.Graph, error)) Option {
-	return func(c *config) { c.build = b }
-}

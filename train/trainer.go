@@ -49,7 +49,7 @@ type StepResult struct {
 // New moves w's tensors into allocator memory (w.Tensors then refers to them until Close) and
 // prepares to train it.
 func New(w *models.Weights, alloc vm.Allocator, opts ...Option) (*Trainer, error) {
-	cfg := config{adamw: DefaultAdamW, build: models.Build}
+	cfg := config{adamw: DefaultAdamW}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -158,7 +158,7 @@ func (t *Trainer) compiled(ids [][]int) (*compiled, error) {
 	if c, ok := t.shapes[key]; ok {
 		return c, nil
 	}
-	g, err := t.cfg.build(t.weights.w, models.BuildOptions{Batch: key.batch, Seq: key.seq, LoRA: t.cfg.lora})
+	g, err := models.Build(t.weights.w, models.BuildOptions{Batch: key.batch, Seq: key.seq, LoRA: t.cfg.lora})
 	if err != nil {
 		return nil, fmt.Errorf("train: build graph for batch %d seq %d: %w", key.batch, key.seq, err)
 	}
