@@ -5,8 +5,9 @@
 //	f ID                         free of allocation ID
 //	i N                          training iteration N begins
 //
-// Files may be gzip'd (detected by magic bytes, not by name). A Trace holds every event in memory:
-// the largest real traces have ~10^5 events, a few MiB.
+// Files may be gzip'd: Read detects it by magic bytes, not by name; WriteFile gzips a path ending
+// in ".gz". A Trace holds every event in memory: the largest real traces have ~10^5 events, a few
+// MiB.
 package trace
 
 import (
@@ -143,6 +144,26 @@ func Write(w io.Writer, t *Trace) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// WriteFile writes t to path in the text format, gzip'd when path ends in ".gz", so ReadFile
+// reads it back.
+func WriteFile(path string, t *Trace) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	var w io.Writer = f
+	var zw *gzip.Writer
+	if strings.HasSuffix(path, ".gz") {
+		zw = gzip.NewWriter(f)
+		w = zw
+	}
+	err = Write(w, t)
+	if zw != nil {
+		err = errors.Join(err, zw.Close())
+	}
+	return errors.Join(err, f.Close())
 }
 
 // Validate checks that IDs are unique, every free names a live allocation and sizes are positive.

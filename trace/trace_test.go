@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"compress/gzip"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,6 +37,27 @@ func TestWriteRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, Write(&buf, tr))
 	assert.Equal(t, sample, buf.String())
+}
+
+func TestWriteFileRoundTrip(t *testing.T) {
+	tr, err := Read(strings.NewReader(sample))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name   string
+		zipped bool
+	}{{"demo.trace", false}, {"demo.trace.gz", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tc.name)
+			require.NoError(t, WriteFile(path, tr))
+			raw, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, tc.zipped, bytes.HasPrefix(raw, []byte{0x1f, 0x8b}), "gzip by the name's suffix")
+			back, err := ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, tr, back)
+		})
+	}
+	assert.Error(t, WriteFile(filepath.Join(t.TempDir(), "missing", "x.trace"), tr))
 }
 
 func TestBadLines(t *testing.T) {

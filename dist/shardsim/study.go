@@ -1,10 +1,8 @@
 package shardsim
 
 import (
-	"compress/gzip"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -135,8 +133,9 @@ func (s Study) Run() ([]Row, error) {
 					return nil, err
 				}
 				if s.TraceDir != "" {
-					if err := writeTrace(filepath.Join(s.TraceDir, TraceFile(w)), t); err != nil {
-						return nil, err
+					path := filepath.Join(s.TraceDir, TraceFile(w))
+					if err := trace.WriteFile(path, t); err != nil {
+						return nil, fmt.Errorf("shardsim: writing %s: %w", path, err)
 					}
 				}
 				p, err := bench.Prepare(fmt.Sprintf("%s/N%d/rank%d", w.Name(), n, me), t)
@@ -218,23 +217,4 @@ func fold(row *Row, rep bench.Report) {
 // of package trace, gzip'd, as bench/cmd/gmlake-bench and bench/cmd/gpu-replay read it.
 func TraceFile(w Workload) string {
 	return fmt.Sprintf("%s-N%d-rank%d.trace.gz", w.Name(), w.Ranks, w.Me)
-}
-
-func writeTrace(path string, t *trace.Trace) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("shardsim: %w", err)
-	}
-	zw := gzip.NewWriter(f)
-	err = trace.Write(zw, t)
-	if cerr := zw.Close(); err == nil {
-		err = cerr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("shardsim: writing %s: %w", path, err)
-	}
-	return nil
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand"
-	"os"
 	"strings"
 	"time"
 
@@ -162,7 +160,7 @@ func finetune(c cli, out io.Writer) error {
 		c.Steps, c.Batch, c.MinSeq, c.MaxSeq, c.Bucket, c.Allocator))
 	res.print(out, c, workload, t, live, time.Since(start))
 	if c.Trace != "" {
-		if err := writeTrace(c.Trace, t); err != nil {
+		if err := trace.WriteFile(c.Trace, t); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "trace: %s (%d events)\n", c.Trace, len(t.Events))
@@ -257,22 +255,4 @@ func (r runResult) print(out io.Writer, c cli, workload string, t *trace.Trace, 
 			bench.FormatBytes(live.peakActive), bench.FormatBytes(live.peakReserved), frag)
 	}
 	fmt.Fprintf(out, "trace: %d events, %d iterations; total time %.1fs\n", len(t.Events), len(t.Iterations()), total.Seconds())
-}
-
-func writeTrace(path string, t *trace.Trace) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	var w io.Writer = f
-	var zw *gzip.Writer
-	if strings.HasSuffix(path, ".gz") {
-		zw = gzip.NewWriter(f)
-		w = zw
-	}
-	err = trace.Write(w, t)
-	if zw != nil {
-		err = errors.Join(err, zw.Close())
-	}
-	return errors.Join(err, f.Close())
 }
