@@ -102,12 +102,20 @@ func Measure(p *Prepared, spec Spec, o MeasureOptions) (Report, error) {
 	return rep, nil
 }
 
+// Fragmentation is the share of the peak reserved memory that the peak of live bytes left unused,
+// 1 - peakActive/peakReserved (the paper's measure, as stitch.Stats.Fragmentation); 0 when nothing
+// was reserved.
+func Fragmentation(peakActive, peakReserved uint64) float64 {
+	if peakReserved == 0 {
+		return 0
+	}
+	return 1 - float64(peakActive)/float64(peakReserved)
+}
+
 // setUncapped fills the figures of the uncapped replay.
 func (rep *Report) setUncapped(p *Prepared, run *Run) {
 	rep.PeakActive, rep.PeakReserved, rep.Series = run.PeakActive, run.PeakReserved, run.Series
-	if run.PeakReserved > 0 {
-		rep.Fragmentation = 1 - float64(run.PeakActive)/float64(run.PeakReserved)
-	}
+	rep.Fragmentation = Fragmentation(run.PeakActive, run.PeakReserved)
 	rep.SetupDriverCalls, rep.SteadyCallsByKind = run.SetupCalls, run.SteadyCallsByKind
 	for _, it := range p.iterations() {
 		rep.DriverCallsPerIter = append(rep.DriverCallsPerIter, run.IterCalls[it])

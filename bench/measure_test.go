@@ -137,3 +137,20 @@ func TestReplaySeries(t *testing.T) {
 	assert.Equal(t, Point{Event: 1, Active: 2000, Reserved: 2048}, run.Series[0])
 	assert.Equal(t, Point{Event: 3, Active: 1000, Reserved: 1024}, run.Series[1])
 }
+
+func TestFragmentation(t *testing.T) {
+	tests := []struct {
+		name             string
+		active, reserved uint64
+		want             float64
+	}{
+		{"nothing reserved", 0, 0, 0},
+		{"all used", 4 * MiB, 4 * MiB, 0},
+		{"a quarter idle", 3 * MiB, 4 * MiB, 0.25},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.InDelta(t, tt.want, Fragmentation(tt.active, tt.reserved), 1e-12)
+		})
+	}
+}

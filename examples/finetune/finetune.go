@@ -247,10 +247,7 @@ func (r runResult) print(out io.Writer, c cli, workload string, t *trace.Trace, 
 		bench.FormatBytes(uint64(r.weightBytes)), r.machine.ProgramLen, r.machine.Recomputed,
 		bench.FormatBytes(uint64(r.machine.OffloadedBytes)), r.machine.CopiedResults)
 	if live.ok {
-		frag := 0.0
-		if live.peakReserved > 0 {
-			frag = 1 - float64(live.peakActive)/float64(live.peakReserved)
-		}
+		frag := bench.Fragmentation(live.peakActive, live.peakReserved)
 		fmt.Fprintf(out, "gmlake (real host memory) during the run: peak active %s, peak reserved %s, fragmentation %.3f\n",
 			bench.FormatBytes(live.peakActive), bench.FormatBytes(live.peakReserved), frag)
 	}

@@ -126,10 +126,7 @@ func (g *gpuRun) run(out io.Writer, workload string, start time.Time) error {
 	}
 	mem := g.dev.MemoryStats()
 	reserved := g.pool.PeakReserved()
-	frag := 0.0
-	if reserved > 0 {
-		frag = 1 - float64(mem.PeakLiveBytes)/float64(reserved)
-	}
+	frag := bench.Fragmentation(mem.PeakLiveBytes, reserved)
 	fmt.Fprintf(out, "workload %s on the GPU: %d steps in %.1fs (%.0f ms/step), %d graphs (one per sequence-length bucket)\n",
 		workload, c.Steps, elapsed.Seconds(), float64(elapsed.Milliseconds())/float64(c.Steps), len(g.graphs))
 	fmt.Fprintf(out, "loss: held-out %.3f -> %.3f, training %.3f -> %.3f\n", before, after, first, last)

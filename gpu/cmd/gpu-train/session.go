@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/driver/cuda"
 	"github.com/gmlake/gmlake/gpu"
 	"github.com/gmlake/gmlake/gpu/graphexec"
@@ -218,9 +219,7 @@ func (ru *run) timed(r *result, log io.Writer) error {
 	}
 	r.StepMs, r.StepMsMin = sum/float64(len(steady)), slices.Min(steady)
 	r.PeakLive, r.PeakReserved = ru.dev.MemoryStats().PeakLiveBytes, ru.pool.PeakReserved()
-	if r.PeakReserved > 0 {
-		r.Fragmentation = 1 - float64(r.PeakLive)/float64(r.PeakReserved)
-	}
+	r.Fragmentation = bench.Fragmentation(r.PeakLive, r.PeakReserved)
 	if m, err := ru.tr.Machine(ru.graphs[[2]int{c.Batch, c.Seqs[0]}]); err == nil {
 		r.Recomputes, r.Offloads = m.Counts().Recomputes, m.Counts().Offloads
 	}
