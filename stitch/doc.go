@@ -25,7 +25,9 @@
 //     chunk: the rounding of every block to whole chunks (up to 2.3% on real traces) is not paid.
 //     A chunk may be mapped under the arena and under several views at once; only the bytes blocks
 //     own must be disjoint. Several blocks may use disjoint windows of one view.
-//   - Small blocks (below 1 MiB) are carved from pages, 2 MiB blocks that the small pool takes from
+//   - Small blocks (below the small threshold, 1 MiB) are carved from pages (twice the threshold
+//     rounded up to G: 2 MiB by default, one 64 KiB chunk for a 32 KiB threshold over 64 KiB
+//     chunks; WithSmallPageSize sets it), large blocks that the small pool takes from
 //     the lowest free range that holds one, or from the large pool like any request (so a page may
 //     itself be stitched); small blocks are never stitched. A page whose blocks are all free is
 //     given back when the large pool cannot cover a request otherwise.

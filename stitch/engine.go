@@ -96,7 +96,11 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	if e.capacity == 0 {
 		return nil, fmt.Errorf("%w: zero capacity", ErrBadOption)
 	}
-	e.pageSize = roundUp(smallPageBytes, e.g)
+	e.pageSize = c.smallPage
+	if e.pageSize == 0 {
+		e.pageSize = 2 * c.smallThreshold
+	}
+	e.pageSize = max(e.g, roundUp(e.pageSize, e.g))
 	if c.smallThreshold > e.pageSize {
 		return nil, fmt.Errorf("%w: small threshold %d above the page size %d", ErrBadOption, c.smallThreshold, e.pageSize)
 	}

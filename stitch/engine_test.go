@@ -229,6 +229,37 @@ func TestBadInput(t *testing.T) {
 	assert.Equal(t, sim.Live{}, h.d.Live())
 }
 
+// TestSmallPageSize: pages are twice the small threshold rounded up to the granularity, or what
+// WithSmallPageSize says; a tiny workload does not strand a 2 MiB page.
+func TestSmallPageSize(t *testing.T) {
+	const kib = 1 << 10
+	tests := []struct {
+		name     string
+		g        uint64
+		opts     []stitch.Option
+		reserved uint64 // after one 1 KiB request
+	}{
+		{"defaults", 2 * MiB, nil, 2 * MiB},
+		{"default threshold over small chunks", 64 * kib, nil, 2 * MiB},
+		{"32 KiB threshold over 64 KiB chunks", 64 * kib, []stitch.Option{stitch.WithSmallThreshold(32 * kib)}, 64 * kib},
+		{"threshold below half a chunk", 2 * MiB, []stitch.Option{stitch.WithSmallThreshold(64 * kib)}, 2 * MiB},
+		{"explicit page", 64 * kib, []stitch.Option{stitch.WithSmallThreshold(32 * kib), stitch.WithSmallPageSize(100 * kib)}, 128 * kib},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := stitch.New(sim.New(sim.WithGranularity(tt.g)), tt.opts...)
+			require.NoError(t, err)
+			p, err := e.Alloc(kib, 0)
+			require.NoError(t, err)
+			assert.Equal(t, tt.reserved, e.Stats().ReservedBytes)
+			assert.Equal(t, 1, e.Stats().SmallPages)
+			require.NoError(t, e.Free(p, kib))
+			require.NoError(t, e.Check())
+			require.NoError(t, e.Close())
+		})
+	}
+}
+
 func TestBadOptions(t *testing.T) {
 	tests := []struct {
 		name string
@@ -236,7 +267,7 @@ func TestBadOptions(t *testing.T) {
 	}{
 		{"negative budget", []stitch.Option{stitch.WithStitchBudget(-1, 0)}},
 		{"nil logger", []stitch.Option{stitch.WithLogger(nil)}},
-		{"small threshold above the page", []stitch.Option{stitch.WithSmallThreshold(4 * MiB)}},
+		{"small threshold above the page", []stitch.Option{stitch.WithSmallThreshold(4 * MiB), stitch.WithSmallPageSize(2 * MiB)}},
 		{"negative growth slack", []stitch.Option{stitch.WithGrowthSlack(-0.1)}},
 		{"growth slack of everything", []stitch.Option{stitch.WithGrowthSlack(1)}},
 	}

@@ -10,7 +10,6 @@ const (
 	DefaultSmallThreshold = 1 << 20 // requests below it come from small pages
 	DefaultMinStitch      = 0       // free ranges below it are never stitched (GLake's fragLimit); see WithMinStitch
 	DefaultMaxViews       = 8192    // views (stitched virtual ranges) kept cached
-	smallPageBytes        = 2 << 20 // small pages are this size, rounded up to Granularity
 	alignment             = 512     // every block size is a multiple of this
 )
 
@@ -20,6 +19,7 @@ type Option func(*config) error
 type config struct {
 	smallThreshold uint64
 	minStitch      uint64
+	smallPage      uint64 // 0: twice the small threshold, rounded up to Granularity
 	maxViews       int
 	maxViewBytes   uint64 // 0: 16 × arena size
 	capacity       uint64 // 0: what the driver reports
@@ -28,9 +28,17 @@ type config struct {
 }
 
 // WithSmallThreshold sets the size below which requests come from small pages (default 1 MiB; at
-// most the page size, 2 MiB or Granularity if larger).
+// most the page size).
 func WithSmallThreshold(bytes uint64) Option {
 	return func(c *config) error { c.smallThreshold = bytes; return nil }
+}
+
+// WithSmallPageSize sets the size of the pages small blocks are carved from, rounded up to
+// Granularity. The default is twice the small threshold (as PyTorch's 2 MiB segments for requests
+// below 1 MiB), rounded up to Granularity: with the defaults 2 MiB, and with a 32 KiB threshold
+// over 64 KiB chunks one chunk, so that a tiny workload does not strand most of a 2 MiB page.
+func WithSmallPageSize(bytes uint64) Option {
+	return func(c *config) error { c.smallPage = bytes; return nil }
 }
 
 // WithMinStitch sets the smallest free range that may become a piece of a stitched block. Every
