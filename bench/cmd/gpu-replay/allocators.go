@@ -15,32 +15,15 @@ import (
 // granularity is CUDA's on the H200, and the simulator's here, so both runs make the same choices.
 const granularity = 2 << 20
 
-// engineAllocator is the stitching engine as a bench.Allocator, over any driver.
-type engineAllocator struct {
-	e *stitch.Engine
-}
-
-func newEngineAllocator(d stitch.Driver, capacity uint64) (*engineAllocator, error) {
+// newEngineAllocator is the stitching engine over d as a bench.Allocator, holding at most capacity
+// bytes (0: whatever d has).
+func newEngineAllocator(d stitch.Driver, capacity uint64) (*bench.GMLake, error) {
 	var opts []stitch.Option
 	if capacity > 0 {
 		opts = append(opts, stitch.WithCapacity(capacity))
 	}
-	e, err := stitch.New(d, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &engineAllocator{e: e}, nil
+	return bench.NewGMLake(d, opts...)
 }
-
-func (a *engineAllocator) Name() string { return "gmlake" }
-func (a *engineAllocator) Alloc(size uint64, s stitch.Stream) (uintptr, error) {
-	return a.e.Alloc(size, s)
-}
-func (a *engineAllocator) Free(ptr uintptr, size uint64) error { return a.e.Free(ptr, size) }
-func (a *engineAllocator) Reserved() uint64                    { return a.e.Stats().ReservedBytes }
-func (a *engineAllocator) DriverCalls() uint64                 { return a.e.Stats().TotalDriverCalls() }
-func (a *engineAllocator) Check() error                        { return a.e.Check() }
-func (a *engineAllocator) Close() error                        { return a.e.Close() }
 
 // simGMLake is the engine over the simulated driver with the capacity as the device's memory.
 func simGMLake(capacity uint64) (bench.Allocator, error) {

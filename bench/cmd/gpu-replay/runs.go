@@ -62,7 +62,7 @@ func (c *cli) simRuns(p *prepared, prior map[string]record, device uint64, log i
 		r, err = replay(p, a, clock, &streams{}, false, 0)
 		if r != nil {
 			rec.fill(r, clock)
-			rec.fillEngine(a.e.Stats())
+			rec.fillEngine(a.Engine().Stats())
 		}
 		err = errors.Join(err, a.Check(), a.Close())
 	}
@@ -163,7 +163,7 @@ func (c *cli) gpuEngine(p *prepared, drv *cuda.Driver, run string, capacity uint
 		r, err = replay(p, a, clock, st, false, 0)
 		if r != nil {
 			rec.fill(r, clock) // before Close, whose calls are not the replay's
-			rec.fillEngine(a.e.Stats())
+			rec.fillEngine(a.Engine().Stats())
 		}
 		err = errors.Join(err, a.Check(), a.Close(), st.close())
 	}
