@@ -5,9 +5,8 @@ package gmlake
 import "github.com/gmlake/gmlake/stitch"
 
 // defaultDriver is the driver NewAllocator uses without WithDriver; granularity 0 means the
-// driver's default. Without the cuda build tag it is the host driver. default_cuda.go
-// (//go:build cuda) defines it for CUDA builds: the CUDA driver when a GPU is present, else
-// hostDriver.
+// driver's default. Without the cuda or gmlakegpu build tag it is the host driver. default_cuda.go
+// defines it for those builds: the CUDA driver when a GPU is present, else hostDriver.
 func defaultDriver(granularity uint64) (stitch.Driver, error) {
 	return hostDriver(granularity)
 }
