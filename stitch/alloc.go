@@ -167,7 +167,7 @@ func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
 				return true
 			})
 			e.log.Debug("stitch: growing", "bytes", r, "reach", reach, "loose_bytes", e.loose.bytes, "loose_ranges", e.loose.len(),
-				"inside_one_chunk", sliver, "small_free", e.smallFree.bytes, "small_cached", e.smallAge.bytes, "pages", len(e.pages),
+				"inside_one_chunk", sliver, "large_cached", e.largeAge.bytes, "small_free", e.smallFree.bytes, "small_cached", e.smallAge.bytes, "pages", len(e.pages),
 				"live", e.live, "reserved", e.reserved)
 		}
 		n := (r - reach + e.g - 1) / e.g

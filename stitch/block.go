@@ -27,6 +27,7 @@ type block struct {
 	// Set while cached.
 	event     Event  // recorded at free when several streams are in use; 0: none
 	freeEpoch uint64 // Engine.epoch at free: a Synchronize since then makes it safe everywhere
+	settled   bool   // its event was seen complete (and destroyed): safe everywhere
 	list      *freeList
 	next      *block // in list
 	prev      *block

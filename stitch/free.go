@@ -31,7 +31,7 @@ func (e *Engine) Free(ptr uintptr, size uint64) error {
 
 // cache makes live block b a cached block of its size and stream.
 func (e *Engine) cache(b *block) {
-	b.live = false
+	b.live, b.settled = false, false
 	e.live -= b.req
 	e.liveBlocks--
 	b.freeEpoch = e.epoch
@@ -85,9 +85,10 @@ func (e *Engine) flushable(b *block) bool {
 			return false
 		}
 		e.dropEvent(b)
+		b.settled = true // its event is gone: remember that it completed
 		return true
 	}
-	return !e.multiStream || b.freeEpoch < e.epoch
+	return b.settled || !e.multiStream || b.freeEpoch < e.epoch
 }
 
 // flush gives cached block b's bytes back to the free ranges and forgets it; it returns the size of
