@@ -118,11 +118,21 @@ func (d *Driver) Close() error {
 	return first
 }
 
-// Ordinal is the device's ordinal; Name its name; TotalMem its memory in bytes.
-func (d *Driver) Ordinal() int        { return d.ordinal }
-func (d *Driver) Name() string        { return d.name }
-func (d *Driver) TotalMem() uint64    { return d.totalMem }
-func (d *Driver) Context() uintptr    { return uintptr(unsafe.Pointer(d.ctx)) }
+// Ordinal is the device's ordinal.
+func (d *Driver) Ordinal() int { return d.ordinal }
+
+// Name is the device's name, as the driver reports it.
+func (d *Driver) Name() string { return d.name }
+
+// TotalMem is the device's memory in bytes.
+func (d *Driver) TotalMem() uint64 { return d.totalMem }
+
+// Context is the device's primary CUcontext, for libraries that need it current (dist/nccl's
+// InitRank).
+func (d *Driver) Context() uintptr { return uintptr(unsafe.Pointer(d.ctx)) }
+
+// Granularity is the unit of physical memory and of mappings: every size given to Create,
+// Reserve, Free, Map and Unmap is a multiple of it.
 func (d *Driver) Granularity() uint64 { return d.granularity }
 
 func (d *Driver) aligned(call string, sizes ...uint64) error {
