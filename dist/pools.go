@@ -3,9 +3,8 @@ package dist
 import (
 	"errors"
 	"fmt"
-	"log/slog"
-
 	"io"
+	"log/slog"
 
 	"github.com/gmlake/gmlake/stitch"
 )
