@@ -17,30 +17,12 @@ if [[ -f $inc/cuda.h && -f $inc/cudaTypedefs.h && -f $stub ]]; then
 	exit 0
 fi
 
-sudo=""
-if [[ $(id -u) != 0 ]] && command -v sudo >/dev/null; then
-	sudo=sudo
-fi
-
-cache=${GMLAKE_CACHE:-/var/cache/gmlake}
-if ! mkdir -p "$cache" 2>/dev/null || [[ ! -w $cache ]]; then
-	cache=${XDG_CACHE_HOME:-$HOME/.cache}/gmlake
-	mkdir -p "$cache"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/debian-packages.sh"
+cache=$(debian_cache)
 
 deb=$(ls "$cache"/nvidia-cuda-dev_*.deb 2>/dev/null | tail -n1 || true)
 if [[ -z $deb ]]; then
-	sources=/etc/apt/sources.list.d/debian.sources
-	if [[ -f $sources ]]; then
-		for comp in contrib non-free; do
-			if grep -q '^Components:' "$sources" && ! grep -Eq "^Components:.*[[:space:]]$comp([[:space:]]|\$)" "$sources"; then
-				echo "cuda-headers: adding '$comp' to $sources" >&2
-				$sudo sed -i "/^Components:/ s/\$/ $comp/" "$sources"
-			fi
-		done
-	else
-		echo "cuda-headers: $sources not found; make sure Debian's non-free component is enabled" >&2
-	fi
+	debian_nonfree cuda-headers
 	$sudo apt-get update -qq
 	# apt-get download writes into the current directory; a partial download never gets the final name.
 	(cd "$cache" && apt-get -o APT::Sandbox::User=root download -q nvidia-cuda-dev)

@@ -4,8 +4,8 @@
 # project kernel compiles (`make kernels-check`). NVRTC needs no GPU. Prints the library's path.
 #
 # The .debs (~16 MB) are kept in GMLAKE_CACHE (default /var/cache/gmlake, else ~/.cache/gmlake).
-# They are in Debian's non-free component: scripts/cuda-headers.sh enables it when it is missing;
-# this script does the same, idempotently.
+# They are in Debian's non-free component, which this script enables when it is missing
+# (scripts/debian-packages.sh).
 set -euo pipefail
 
 dest=${1:-.gpu/nvrtc}
@@ -15,15 +15,8 @@ if [[ -f $lib ]]; then
 	exit 0
 fi
 
-sudo=""
-if [[ $(id -u) != 0 ]] && command -v sudo >/dev/null; then
-	sudo=sudo
-fi
-cache=${GMLAKE_CACHE:-/var/cache/gmlake}
-if ! mkdir -p "$cache" 2>/dev/null || [[ ! -w $cache ]]; then
-	cache=${XDG_CACHE_HOME:-$HOME/.cache}/gmlake
-	mkdir -p "$cache"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/debian-packages.sh"
+cache=$(debian_cache)
 
 pkgs=(libnvrtc11.2 libnvrtc-builtins11.8)
 missing=()
@@ -32,15 +25,7 @@ for p in "${pkgs[@]}"; do
 done
 if ((${#missing[@]})); then
 	if ! apt-cache show "${missing[0]}" >/dev/null 2>&1; then
-		sources=/etc/apt/sources.list.d/debian.sources
-		if [[ -f $sources ]]; then
-			for comp in contrib non-free; do
-				if grep -q '^Components:' "$sources" && ! grep -Eq "^Components:.*[[:space:]]$comp([[:space:]]|\$)" "$sources"; then
-					echo "nvrtc-lib: adding '$comp' to $sources" >&2
-					$sudo sed -i "/^Components:/ s/\$/ $comp/" "$sources"
-				fi
-			done
-		fi
+		debian_nonfree nvrtc-lib
 		$sudo apt-get update -qq
 	fi
 	(cd "$cache" && apt-get download -q "${missing[@]}" >&2)
