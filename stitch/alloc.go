@@ -32,9 +32,6 @@ func (e *Engine) reuse(b *block, size uint64) uintptr {
 	} else {
 		e.largeAge.unlink(b)
 	}
-	if b.event != 0 {
-		e.dropEvent(b)
-	}
 	e.markLive(b, size)
 	e.outcomes[OutcomeExact]++
 	return b.ptr
@@ -57,6 +54,7 @@ func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
 		return 0, fmt.Errorf("%w: %d bytes asked, capacity %d", ErrTooLarge, size, e.capacity)
 	}
 	r := (size + alignment - 1) &^ (alignment - 1)
+	e.slowPaths++
 	if !e.streamSeen {
 		// The first stream used is the hot one, whichever it is; nothing is cached yet.
 		e.hotStream, e.streamSeen = s, true

@@ -25,9 +25,8 @@ type block struct {
 	stream Stream
 
 	// Set while cached.
-	event     Event  // recorded at free when several streams are in use; 0: none
 	freeEpoch uint64 // Engine.epoch at free: a Synchronize since then makes it safe everywhere
-	settled   bool   // its event was seen complete (and destroyed): safe everywhere
+	freeSeq   uint64 // its number among its stream's frees, when several streams are in use
 	list      *freeList
 	next      *block // in list
 	prev      *block

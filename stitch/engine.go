@@ -42,7 +42,9 @@ type Engine struct {
 	streamSeen  bool      // hotStream has been set by a request
 	hotLists    sizeLists // cached blocks of hotStream by size
 	otherLists  map[Stream]sizeLists
-	multiStream bool   // a second stream has been seen: frees record events
+	multiStream bool   // a second stream has been seen: frees are numbered per stream
+	clocks      map[Stream]*streamClock
+	slowPaths   uint64 // requests that missed the exact path: the clock of event polls
 	epoch       uint64 // successful Synchronize calls
 	spare       *block // recycled block structs, linked through next
 
@@ -122,6 +124,7 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	e.blocks = make(map[uintptr]*block)
 	e.hotLists = make(sizeLists)
 	e.otherLists = make(map[Stream]sizeLists)
+	e.clocks = make(map[Stream]*streamClock)
 	e.views = make(map[uintptr]*view)
 	e.pages = make(map[uint64]*page)
 	e.smallFree = newFreeSet()
@@ -149,5 +152,10 @@ func (e *Engine) synchronize() error {
 		return err
 	}
 	e.epoch++
+	// Every free so far is done: pending events have nothing left to tell.
+	for _, c := range e.clocks {
+		c.done = c.freed
+	}
+	e.dropClockEvents()
 	return nil
 }

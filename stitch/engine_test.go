@@ -297,10 +297,18 @@ func TestStreams(t *testing.T) {
 	assert.Equal(t, a, c, "but at once on its own stream")
 	require.NoError(t, h.free(c))
 
+	// A miss records one event per stream with cached blocks (none at free); until they complete,
+	// stream 3 gets new memory.
+	recorded := h.d.Calls()[stitch.CallRecordEvent]
+	_, err = h.alloc(8*MiB, 3)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(16*MiB+g), h.e.Stats().ReservedBytes, "blocks of streams 1 and 2 not reused before their events complete")
+	assert.Equal(t, recorded+2, h.d.Calls()[stitch.CallRecordEvent], "one more event for stream 1, one for stream 2")
+
 	h.d.CompleteEvents()
 	_, err = h.alloc(8*MiB, 3)
 	require.NoError(t, err)
-	assert.Equal(t, uint64(8*MiB+g), h.e.Stats().ReservedBytes, "once the events completed, both blocks serve stream 3 (+ the small page)")
+	assert.Equal(t, uint64(16*MiB+g), h.e.Stats().ReservedBytes, "once the events completed, both blocks serve stream 3")
 	h.check("after cross-stream reuse")
 	h.closeAndCheckLeaks()
 }

@@ -31,16 +31,14 @@ func (e *Engine) Free(ptr uintptr, size uint64) error {
 
 // cache makes live block b a cached block of its size and stream.
 func (e *Engine) cache(b *block) {
-	b.live, b.settled = false, false
+	b.live = false
 	e.live -= b.req
 	e.liveBlocks--
 	b.freeEpoch = e.epoch
 	if e.multiStream {
-		if ev, err := e.drv.recordEvent(b.stream); err == nil {
-			b.event = ev
-		} else {
-			e.log.Warn("stitch: record event failed; the block waits for a synchronize", "err", err)
-		}
+		c := e.clockFor(b.stream)
+		c.freed++
+		b.freeSeq = c.freed
 	}
 	if b.list == nil {
 		b.list = e.listFor(b.size, b.stream)
@@ -76,20 +74,8 @@ func (e *Engine) flushUntil(age *ageList, r uint64) bool {
 	return found
 }
 
-// flushable reports whether cached block b may serve other streams: the event recorded at its free
-// has completed, or the device was synchronized since.
-func (e *Engine) flushable(b *block) bool {
-	if b.event != 0 {
-		done, err := e.drv.eventDone(b.event)
-		if err != nil || !done {
-			return false
-		}
-		e.dropEvent(b)
-		b.settled = true // its event is gone: remember that it completed
-		return true
-	}
-	return b.settled || !e.multiStream || b.freeEpoch < e.epoch
-}
+// flushable reports whether cached block b may serve other streams (see settled).
+func (e *Engine) flushable(b *block) bool { return e.settled(b) }
 
 // flush gives cached block b's bytes back to the free ranges and forgets it; it returns the size of
 // the largest free range its bytes joined.
@@ -124,12 +110,4 @@ func (e *Engine) releaseLarge(b *block) uint64 {
 	})
 	b.view.users--
 	return merged
-}
-
-func (e *Engine) dropEvent(b *block) {
-	if err := e.drv.destroyEvent(b.event); err != nil {
-		e.log.Warn("stitch: destroy event failed; retried later", "err", err)
-		e.orphans = append(e.orphans, orphan{ev: b.event})
-	}
-	b.event = 0
 }

@@ -151,13 +151,7 @@ func (e *Engine) Close() error {
 	}
 	// Whatever is still held (after a failure above, or cached blocks waiting for events) goes now;
 	// what the driver refuses is kept as an orphan for the next Close.
-	for _, age := range []*ageList{&e.smallAge, &e.largeAge} {
-		for b := age.oldest; b != nil; b = b.newer {
-			if b.event != 0 {
-				e.dropEvent(b)
-			}
-		}
-	}
+	e.dropClockEvents()
 	for _, v := range e.views {
 		if err := e.unmapView(v); err != nil {
 			errs = append(errs, err)
