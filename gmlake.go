@@ -3,6 +3,7 @@ package gmlake
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/gmlake/gmlake/driver/host"
 	"github.com/gmlake/gmlake/memory"
@@ -23,7 +24,12 @@ func NewAllocator(opts ...Option) (*memory.Allocator, error) {
 			return nil, fmt.Errorf("gmlake: default driver: %w", err)
 		}
 	} else if cfg.granularity != 0 {
-		return nil, fmt.Errorf("%w: WithGranularity configures the default driver; set the granularity on the driver given to WithDriver", ErrBadOption)
+		err := fmt.Errorf("%w: WithGranularity configures the default driver; set the granularity on the driver given to WithDriver", ErrBadOption)
+		// WithDriver hands the driver over: a failed constructor still closes it, as memory.NewAllocator does.
+		if c, ok := d.(io.Closer); ok {
+			err = errors.Join(err, c.Close())
+		}
+		return nil, err
 	}
 	return memory.NewAllocator(d, cfg.memoryOptions()...)
 }
