@@ -110,6 +110,17 @@ func (e *Engine) listFor(r uint64, s Stream) *freeList {
 
 // allocLarge serves r bytes (r at least the small threshold, or a page) from the large pool.
 func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
+	b, out, err := e.placeLarge(r, s)
+	if err == nil {
+		e.rememberHome(b)
+	}
+	return b, out, err
+}
+
+func (e *Engine) placeLarge(r uint64, s Stream) (*block, Outcome, error) {
+	if h, ok := e.findHome(r); ok {
+		return e.takeHome(h, r), OutcomeSplit, nil
+	}
 	if b := e.carveLarge(r); b != nil {
 		return b, OutcomeSplit, nil
 	}
@@ -118,6 +129,24 @@ func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
 	}
 	if v, off := e.findWindow(r); v != nil {
 		return e.takeView(v, off, r), OutcomeSplit, nil
+	}
+	if w, ok := e.findIdle(r); ok {
+		return e.takeIdle(w, r), OutcomeSplit, nil
+	}
+	// A new view is needed. Loose ranges first, so that no cached block is flushed; else idle
+	// runs, flushing only the cached blocks the view covers.
+	pieces, _ := e.stitchPlan(r)
+	if pieces == nil {
+		if pieces, _ = e.idlePlan(r); pieces != nil {
+			e.flushUnder(pieces)
+		}
+	}
+	if pieces != nil {
+		b, err := e.stitch(pieces, r)
+		if err != nil {
+			return nil, 0, err
+		}
+		return b, OutcomeStitch, nil
 	}
 	if e.flushUntil(&e.largeAge, r) {
 		if b := e.carveLarge(r); b != nil {

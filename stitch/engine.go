@@ -54,6 +54,7 @@ type Engine struct {
 	viewOldest *view // every view, least recently used first
 	viewNewest *view
 	candBuf    []candidate
+	homes      map[uint64][]home // places where blocks of each size lay (homes.go)
 
 	// Small pool (small.go).
 	pages      map[uint64]*page
@@ -125,6 +126,7 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	e.hotLists = make(sizeLists)
 	e.otherLists = make(map[Stream]sizeLists)
 	e.clocks = make(map[Stream]*streamClock)
+	e.homes = make(map[uint64][]home)
 	e.views = make(map[uintptr]*view)
 	e.pages = make(map[uint64]*page)
 	e.smallFree = newFreeSet()

@@ -295,14 +295,20 @@ type candidate struct {
 // stitchPlan chooses loose ranges to stitch into r bytes, largest first, and returns the pieces
 // in view order cut to r bytes, or nil and the most stitching could reach.
 func (e *Engine) stitchPlan(r uint64) ([]span, uint64) {
+	return e.planFrom(r, func(fn func(span)) {
+		e.loose.byAddr.walk(func(s span) bool { fn(s); return true })
+	})
+}
+
+// planFrom is stitchPlan over the ranges ranges gives, in address order.
+func (e *Engine) planFrom(r uint64, ranges func(func(span))) ([]span, uint64) {
 	cands := e.candBuf[:0]
-	e.loose.byAddr.walk(func(s span) bool {
+	ranges(func(s span) {
 		lo, hi := roundUp(s.start, e.g), s.end/e.g*e.g
 		if lo > hi || s.size() < min(e.cfg.minStitch, e.g) {
-			return true // inside one chunk, touching no boundary: cannot join a view
+			return // inside one chunk, touching no boundary: cannot join a view
 		}
 		cands = append(cands, candidate{s: s, head: lo - s.start, mid: hi - lo, tail: s.end - hi})
-		return true
 	})
 	e.candBuf = cands
 	// Largest first; equal sizes by address, so that the same free memory always makes the same view.

@@ -1,0 +1,134 @@
+package stitch
+
+import "slices"
+
+// home is a place where a block of some size once lay: bytes [off, off+size) of the arena
+// (v == nil) or of view v.
+type home struct {
+	v   *view
+	off uint64
+}
+
+// maxHomes bounds the places remembered per size; the least recently used goes first.
+const maxHomes = 64
+
+// rememberHome records where large block b lies, as a place for later requests of its size; the
+// list of a size is ordered least recently used first.
+func (e *Engine) rememberHome(b *block) {
+	h := home{off: b.pos}
+	if b.kind == stitched {
+		h = home{v: b.view, off: b.voff}
+	}
+	hs := e.homes[b.size]
+	if i := slices.Index(hs, h); i >= 0 {
+		// The most recently used last.
+		copy(hs[i:], hs[i+1:])
+		hs[len(hs)-1] = h
+		return
+	}
+	if len(hs) == maxHomes {
+		hs = append(hs[:0], hs[1:]...)
+	}
+	e.homes[b.size] = append(hs, h)
+}
+
+// findHome returns the place where a block of r bytes lay before that no live block uses now and
+// whose taking flushes the fewest cached bytes, the most recently used of those. A training loop
+// asks for the same sizes every iteration; sending each request back where its size lay keeps the
+// layout from drifting, so that the views made in the first iterations keep fitting.
+func (e *Engine) findHome(r uint64) (home, bool) {
+	hs := e.homes[r]
+	var best home
+	var bestCost uint64
+	found := false
+	kept := hs[:0]
+	for _, h := range hs {
+		if h.v != nil && e.views[h.v.base] != h.v {
+			continue // the view was released
+		}
+		kept = append(kept, h)
+		cost, ok := e.homeCost(h, r)
+		if !ok {
+			continue
+		}
+		if !found || cost <= bestCost { // later in the list: used more recently
+			best, bestCost, found = h, cost, true
+		}
+	}
+	clear(hs[len(kept):])
+	e.homes[r] = kept
+	return best, found
+}
+
+// homeCost reports whether no live block uses home h (r bytes) and every byte there exists, and
+// the bytes of cached blocks there.
+func (e *Engine) homeCost(h home, r uint64) (uint64, bool) {
+	var cost uint64
+	ok := true
+	check := func(p span) bool {
+		at := p.start
+		e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
+			if n.s.start > at {
+				if _, free := e.loose.containing(at, n.s.start); !free {
+					ok = false
+					return false
+				}
+			}
+			if !e.idle(n.b) {
+				ok = false
+				return false
+			}
+			cost += n.b.size
+			at = n.s.end
+			return true
+		})
+		if ok && at < p.end {
+			_, ok = e.loose.containing(at, p.end)
+		}
+		return ok
+	}
+	if h.v == nil {
+		check(span{start: h.off, end: h.off + r})
+	} else {
+		window(h.v, h.off, r, check)
+	}
+	return cost, ok
+}
+
+// takeHome flushes the cached blocks at home h and makes it a block of r bytes.
+func (e *Engine) takeHome(h home, r uint64) *block {
+	flush := e.flushBuf[:0]
+	collect := func(p span) bool {
+		e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
+			if !slices.Contains(flush, n.b) {
+				flush = append(flush, n.b)
+			}
+			return true
+		})
+		return true
+	}
+	if h.v == nil {
+		collect(span{start: h.off, end: h.off + r})
+	} else {
+		window(h.v, h.off, r, collect)
+	}
+	for _, b := range flush {
+		e.flush(b)
+	}
+	clear(flush)
+	e.flushBuf = flush[:0]
+	if h.v != nil {
+		return e.takeView(h.v, h.off, r)
+	}
+	if !e.loose.take(h.off, h.off+r) {
+		panic("stitch: home not free")
+	}
+	b := e.newBlock()
+	b.kind, b.pos, b.size, b.ptr = primitive, h.off, r, e.arenaBase+uintptr(h.off)
+	e.owners.insertWith(span{start: h.off, end: h.off + r}, b)
+	return b
+}
+
+// idle reports whether large block b may be flushed to make room: cached and, with several
+// streams, settled.
+func (e *Engine) idle(b *block) bool { return !b.live && e.flushable(b) }

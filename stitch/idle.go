@@ -1,0 +1,214 @@
+package stitch
+
+import "slices"
+
+// idleWindow is a place for a block of r bytes that no live block uses: bytes [off, off+r) of the
+// arena (v == nil) or of view v. The cached blocks overlapping it must be flushed to take it.
+type idleWindow struct {
+	v    *view
+	off  uint64
+	cost uint64 // bytes of cached blocks overlapping the window: what taking it flushes
+	run  uint64 // length of the idle run holding the window
+	addr uint64 // arena offset of the window's first byte
+}
+
+// better orders idle windows: fewer cached bytes flushed, then the tightest run, then the lowest
+// address, then the arena before a view: canonical, so that a repeating script chooses the same.
+func (w idleWindow) better(o idleWindow) bool {
+	switch {
+	case w.cost != o.cost:
+		return w.cost < o.cost
+	case w.run != o.run:
+		return w.run < o.run
+	case w.addr != o.addr:
+		return w.addr < o.addr
+	}
+	return w.v == nil && o.v != nil
+}
+
+
+// runTracker gathers maximal runs of idle bytes (loose, or owned by idle cached blocks) from
+// segments fed in order, and hands each run of at least r bytes to found.
+type runTracker struct {
+	r          uint64
+	open       bool
+	start, end uint64
+	found      func(start, end uint64)
+}
+
+func (t *runTracker) extend(start, end uint64) {
+	if end <= start {
+		return
+	}
+	if t.open && t.end == start {
+		t.end = end
+		return
+	}
+	t.close()
+	t.open, t.start, t.end = true, start, end
+}
+
+func (t *runTracker) close() {
+	if t.open && t.end-t.start >= t.r {
+		t.found(t.start, t.end)
+	}
+	t.open = false
+}
+
+// findIdle looks, in the arena and in every view, for the window of r bytes that no live block
+// uses and whose taking flushes the fewest cached bytes. A miss then repurposes only what it needs
+// and keeps the rest of the cache for exact matches; and since views are searched too, a request
+// reuses a stitched range an earlier request made instead of mapping a new one.
+func (e *Engine) findIdle(r uint64) (idleWindow, bool) {
+	var best idleWindow
+	found := false
+	offer := func(w idleWindow) {
+		if !found || w.better(best) {
+			best, found = w, true
+		}
+	}
+	// The arena: owned ranges in address order, loose ranges between them.
+	t := runTracker{r: r, found: func(start, end uint64) {
+		for _, pos := range [2]uint64{start, end - r} {
+			offer(idleWindow{off: pos, cost: e.cachedIn(pos, pos+r), run: end - start, addr: pos})
+		}
+	}}
+	e.idleRuns(&t)
+
+	// Every view, in view offsets.
+	for v := e.viewNewest; v != nil; v = v.older {
+		if v.cap < r {
+			continue
+		}
+		vt := runTracker{r: r, found: func(start, end uint64) {
+			for _, off := range [2]uint64{start, end - r} {
+				var cost uint64
+				window(v, off, r, func(p span) bool { cost += e.cachedIn(p.start, p.end); return true })
+				offer(idleWindow{v: v, off: off, cost: cost, run: end - start, addr: physAt(v, off)})
+			}
+		}}
+		at := uint64(0) // view offset of the current piece
+		for _, p := range v.pieces {
+			cur := p.start
+			e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
+				lo, hi := max(n.s.start, p.start), min(n.s.end, p.end)
+				vt.extend(at+cur-p.start, at+lo-p.start) // loose bytes before it
+				if e.idle(n.b) {
+					vt.extend(at+lo-p.start, at+hi-p.start)
+				} else {
+					vt.close()
+				}
+				cur = hi
+				return true
+			})
+			vt.extend(at+cur-p.start, at+p.size())
+			at += p.size()
+		}
+		vt.close()
+	}
+	return best, found
+}
+
+// idleRuns feeds t the arena's idle bytes in address order: loose ranges and the ranges of idle
+// cached blocks.
+func (e *Engine) idleRuns(t *runTracker) {
+	looseUpTo := func(from, to uint64) {
+		e.loose.byAddr.overlapping(from, to, func(n *tnode) bool {
+			t.extend(n.s.start, n.s.end)
+			return true
+		})
+	}
+	prevEnd := uint64(0)
+	e.owners.walkNodes(func(n *tnode) bool {
+		looseUpTo(prevEnd, n.s.start)
+		if e.idle(n.b) {
+			t.extend(n.s.start, n.s.end)
+		} else {
+			t.close()
+		}
+		prevEnd = n.s.end
+		return true
+	})
+	looseUpTo(prevEnd, ^uint64(0))
+	t.close()
+}
+
+// idlePlan is a stitch plan over the arena's idle runs rather than its loose ranges: what a stitch
+// could map if the cached blocks it covers were flushed.
+func (e *Engine) idlePlan(r uint64) ([]span, uint64) {
+	return e.planFrom(r, func(fn func(span)) {
+		t := runTracker{r: 1, found: func(start, end uint64) { fn(span{start: start, end: end}) }}
+		e.idleRuns(&t)
+	})
+}
+
+// flushUnder flushes every cached block owning bytes of pieces.
+func (e *Engine) flushUnder(pieces []span) {
+	flush := e.flushBuf[:0]
+	for _, p := range pieces {
+		e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
+			if !slices.Contains(flush, n.b) {
+				flush = append(flush, n.b)
+			}
+			return true
+		})
+	}
+	for _, b := range flush {
+		e.flush(b)
+	}
+	clear(flush)
+	e.flushBuf = flush[:0]
+}
+
+// cachedIn is the bytes of cached blocks owning arena bytes in [start, end) (a stitched block with
+// several pieces there counts once per piece).
+func (e *Engine) cachedIn(start, end uint64) uint64 {
+	var n uint64
+	e.owners.overlapping(start, end, func(t *tnode) bool {
+		n += t.b.size
+		return true
+	})
+	return n
+}
+
+
+// takeIdle flushes the cached blocks overlapping w and makes w a block of r bytes.
+func (e *Engine) takeIdle(w idleWindow, r uint64) *block {
+	flush := e.flushBuf[:0]
+	collect := func(p span) bool {
+		e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
+			if !slices.Contains(flush, n.b) {
+				flush = append(flush, n.b)
+			}
+			return true
+		})
+		return true
+	}
+	if w.v == nil {
+		collect(span{start: w.off, end: w.off + r})
+	} else {
+		window(w.v, w.off, r, collect)
+	}
+	for _, b := range flush {
+		e.flush(b)
+	}
+	clear(flush)
+	e.flushBuf = flush[:0]
+	if w.v != nil {
+		return e.takeView(w.v, w.off, r)
+	}
+	return e.carveAt(w.off, r)
+}
+
+// carveAt makes loose bytes [pos, pos+r) a primitive block.
+func (e *Engine) carveAt(pos, r uint64) *block {
+	if !e.loose.take(pos, pos+r) {
+		panic("stitch: idle window not free")
+	}
+	b := e.newBlock()
+	b.kind, b.pos, b.size, b.ptr = primitive, pos, r, e.arenaBase+uintptr(pos)
+	e.owners.insertWith(span{start: pos, end: pos + r}, b)
+	return b
+}
+
+
