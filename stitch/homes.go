@@ -10,7 +10,7 @@ type home struct {
 }
 
 // maxHomes bounds the places remembered per size; the least recently used goes first.
-const maxHomes = 64
+const maxHomes = 1024
 
 // rememberHome records where large block b lies, as a place for later requests of its size; the
 // list of a size is ordered least recently used first.

@@ -23,7 +23,13 @@ func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 	}
 	// A page goes to the lowest free range that holds it, so that pages gather in one place from
 	// one iteration to the next instead of landing in whatever gap between large blocks fits.
-	pb, out := e.carveLowest(e.pageSize), OutcomeSplit
+	var pb *block
+	out := OutcomeSplit
+	if h, ok := e.findHome(e.pageSize); ok {
+		pb = e.takeHome(h, e.pageSize)
+	} else if pb = e.carveLowest(e.pageSize); pb != nil {
+		e.rememberHome(pb)
+	}
 	if pb == nil {
 		var err error
 		if pb, out, err = e.allocLarge(e.pageSize, s); err != nil {
