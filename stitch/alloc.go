@@ -161,10 +161,11 @@ func (e *Engine) placeLarge(r uint64, s Stream) (*block, Outcome, error) {
 	synced := false
 	for {
 		pieces, reach := e.stitchPlan(r)
-		if pieces == nil && !pagesReleased && (e.smallAge.n > 0 || len(e.pages) > 0) {
-			// Cached small blocks may pin whole pages: give the empty ones back, but only now,
-			// when free memory cannot cover the request otherwise, since a page made again lands
-			// elsewhere and moves the layout of the next iteration.
+		if pieces == nil && !pagesReleased && (e.smallAge.n > 0 || len(e.pages) > 0) &&
+			e.reserved+e.orphanBytes+(r-reach+e.g-1)/e.g*e.g > e.capacity {
+			// Cached small blocks may pin whole pages: give the empty ones back, but only when
+			// the memory the request lacks cannot be created: a page made again lands elsewhere
+			// and moves the layout of the next iteration, and its cached small blocks are lost.
 			pagesReleased = true
 			e.flushUntil(&e.smallAge, ^uint64(0))
 			e.releaseEmptyPages()
@@ -215,6 +216,16 @@ func (e *Engine) placeLarge(r uint64, s Stream) (*block, Outcome, error) {
 					}
 					continue
 				}
+			}
+			if errors.Is(err, ErrOutOfMemory) && !pagesReleased && (e.smallAge.n > 0 || len(e.pages) > 0) {
+				// The driver has less than the capacity said: the pages go now.
+				pagesReleased = true
+				e.flushUntil(&e.smallAge, ^uint64(0))
+				e.releaseEmptyPages()
+				if b := e.carveLarge(r); b != nil {
+					return b, OutcomeSplit, nil
+				}
+				continue
 			}
 			if errors.Is(err, ErrOutOfMemory) {
 				return nil, 0, e.outOfMemory(r, err)
