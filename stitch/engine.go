@@ -42,7 +42,7 @@ type Engine struct {
 	streamSeen  bool      // hotStream has been set by a request
 	hotLists    sizeLists // cached blocks of hotStream by size
 	otherLists  map[Stream]sizeLists
-	multiStream bool   // a second stream has been seen: frees are numbered per stream
+	multiStream bool // a second stream has been seen: frees are numbered per stream
 	clocks      map[Stream]*streamClock
 	slowPaths   uint64 // requests that missed the exact path: the clock of event polls
 	epoch       uint64 // successful Synchronize calls

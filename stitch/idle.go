@@ -26,7 +26,6 @@ func (w idleWindow) better(o idleWindow) bool {
 	return w.v == nil && o.v != nil
 }
 
-
 // runTracker gathers maximal runs of idle bytes (loose, or owned by idle cached blocks) from
 // segments fed in order, and hands each run of at least r bytes to found.
 type runTracker struct {
@@ -171,7 +170,6 @@ func (e *Engine) cachedIn(start, end uint64) uint64 {
 	return n
 }
 
-
 // takeIdle flushes the cached blocks overlapping w and makes w a block of r bytes.
 func (e *Engine) takeIdle(w idleWindow, r uint64) *block {
 	flush := e.flushBuf[:0]
@@ -210,5 +208,3 @@ func (e *Engine) carveAt(pos, r uint64) *block {
 	e.owners.insertWith(span{start: pos, end: pos + r}, b)
 	return b
 }
-
-
