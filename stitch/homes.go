@@ -97,29 +97,13 @@ func (e *Engine) homeCost(h home, r uint64) (uint64, bool) {
 
 // takeHome flushes the cached blocks at home h and makes it a block of r bytes.
 func (e *Engine) takeHome(h home, r uint64) *block {
-	flush := e.flushBuf[:0]
-	collect := func(p span) bool {
-		e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
-			if !slices.Contains(flush, n.b) {
-				flush = append(flush, n.b)
-			}
-			return true
-		})
-		return true
-	}
-	if h.v == nil {
-		collect(span{start: h.off, end: h.off + r})
-	} else {
-		window(h.v, h.off, r, collect)
-	}
-	for _, b := range flush {
-		e.flush(b)
-	}
-	clear(flush)
-	e.flushBuf = flush[:0]
 	if h.v != nil {
+		var pieces []span
+		window(h.v, h.off, r, func(p span) bool { pieces = append(pieces, p); return true })
+		e.flushUnder(pieces)
 		return e.takeView(h.v, h.off, r)
 	}
+	e.flushUnder([]span{{start: h.off, end: h.off + r}})
 	if !e.loose.take(h.off, h.off+r) {
 		panic("stitch: home not free")
 	}

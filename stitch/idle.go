@@ -172,39 +172,5 @@ func (e *Engine) cachedIn(start, end uint64) uint64 {
 
 // takeIdle flushes the cached blocks overlapping w and makes w a block of r bytes.
 func (e *Engine) takeIdle(w idleWindow, r uint64) *block {
-	flush := e.flushBuf[:0]
-	collect := func(p span) bool {
-		e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
-			if !slices.Contains(flush, n.b) {
-				flush = append(flush, n.b)
-			}
-			return true
-		})
-		return true
-	}
-	if w.v == nil {
-		collect(span{start: w.off, end: w.off + r})
-	} else {
-		window(w.v, w.off, r, collect)
-	}
-	for _, b := range flush {
-		e.flush(b)
-	}
-	clear(flush)
-	e.flushBuf = flush[:0]
-	if w.v != nil {
-		return e.takeView(w.v, w.off, r)
-	}
-	return e.carveAt(w.off, r)
-}
-
-// carveAt makes loose bytes [pos, pos+r) a primitive block.
-func (e *Engine) carveAt(pos, r uint64) *block {
-	if !e.loose.take(pos, pos+r) {
-		panic("stitch: idle window not free")
-	}
-	b := e.newBlock()
-	b.kind, b.pos, b.size, b.ptr = primitive, pos, r, e.arenaBase+uintptr(pos)
-	e.owners.insertWith(span{start: pos, end: pos + r}, b)
-	return b
+	return e.takeHome(home{v: w.v, off: w.off}, r)
 }

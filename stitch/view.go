@@ -302,15 +302,15 @@ func (e *Engine) stitchPlan(r uint64) ([]span, uint64) {
 
 // planFrom is stitchPlan over the ranges ranges gives, in address order.
 func (e *Engine) planFrom(r uint64, ranges func(func(span))) ([]span, uint64) {
-	cands := e.candBuf[:0]
+	e.candBuf = e.candBuf[:0]
 	ranges(func(s span) {
 		lo, hi := roundUp(s.start, e.g), s.end/e.g*e.g
 		if lo > hi || s.size() < min(e.cfg.minStitch, e.g) {
 			return // inside one chunk, touching no boundary: cannot join a view
 		}
-		cands = append(cands, candidate{s: s, head: lo - s.start, mid: hi - lo, tail: s.end - hi})
+		e.candBuf = append(e.candBuf, candidate{s: s, head: lo - s.start, mid: hi - lo, tail: s.end - hi})
 	})
-	e.candBuf = cands
+	cands := e.candBuf
 	// Largest first; equal sizes by address, so that the same free memory always makes the same view.
 	slices.SortFunc(cands, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(b.s.size(), a.s.size()), cmp.Compare(a.s.start, b.s.start))
