@@ -27,10 +27,12 @@
 //     own must be disjoint. Several blocks may use disjoint windows of one view.
 //   - Small blocks (below the small threshold, 1 MiB) are carved from pages (twice the threshold
 //     rounded up to G: 2 MiB by default, one 64 KiB chunk for a 32 KiB threshold over 64 KiB
-//     chunks; WithSmallPageSize sets it), large blocks that the small pool takes from
-//     the lowest free range that holds one, or from the large pool like any request (so a page may
-//     itself be stitched); small blocks are never stitched. A page whose blocks are all free is
-//     given back when the large pool cannot cover a request otherwise.
+//     chunks; WithSmallPageSize sets it), large blocks that the small pool takes where a page lay
+//     before, else from the lowest free range that holds one, else from the large pool like any
+//     request (so a page may itself be stitched); small blocks are never stitched. A page whose
+//     blocks are all free is given back only when a large request lacks memory that the capacity
+//     does not allow to create: pages given back and made again land elsewhere, and their cached
+//     small blocks are lost.
 //
 // Every physical byte is, at any moment, in exactly one of: a live block (a page counts as live
 // while the small pool holds it); a cached block, freed and kept whole for a request of its exact
@@ -43,14 +45,20 @@
 //
 //   - Exact: a cached block of exactly the rounded size on the same stream: a map lookup, a list pop
 //     and a flag flip; no driver call, no Go allocation.
-//   - Split: no driver call, the block is carved from free memory: the best-fitting loose range;
-//     else a view of about this size that an earlier request stitched, whose window no live block
-//     uses (its cached blocks are flushed: GMLake's exact match of a stitched block); else a run of
-//     loose bytes in any view; else cached blocks are flushed to the loose set (they coalesce with
-//     their neighbours) until one range fits.
-//   - Stitch: the loose ranges whose whole chunks, plus the head of the first and the tail of the
-//     last, add up to the request are mapped under a new view: Reserve, one Map per run of chunks
-//     contiguous in one physical allocation, one SetAccess.
+//   - Split: no driver call, the block is carved from free memory, in this order:
+//     a home (homes.go): a place, in the arena or in a view, where a block of this size lay
+//     before and that no live block uses now, the one whose taking flushes the fewest cached bytes,
+//     the most recently used of those; else the best-fitting loose range; else a view of about
+//     this size that an earlier request stitched, whose window no live block uses (GMLake's exact
+//     match of a stitched block); else a run of loose bytes in any view; else an idle window
+//     (idle.go): the r bytes, in the arena or in any view, that no live block uses and whose taking
+//     flushes the fewest cached bytes. Only the cached blocks under the chosen window are flushed;
+//     the rest of the cache stays for exact matches.
+//   - Stitch: loose ranges whose whole chunks, plus the head of the first and the tail of the last,
+//     add up to the request are mapped under a new view: Reserve, one Map per run of chunks
+//     contiguous in one physical allocation, one SetAccess. Loose ranges alone first, so that no
+//     cached block is flushed; else idle runs (loose ranges joined with the cached blocks between
+//     them), flushing only the cached blocks the view covers; else every cached block is flushed.
 //   - NewChunks: free memory cannot cover the request, even with the empty small pages given back.
 //     Only the deficit is created, becomes loose,
 //     and the request is carved or stitched from it and the free memory: new memory is always
@@ -69,10 +77,13 @@
 // # Streams
 //
 // A cached block is found only by requests on its own stream, where reuse is safe at once. Loose
-// bytes serve every stream, so once a second stream has been seen, Free records an event on the
-// block's stream and the block is flushed only after the event has completed (or after a
-// Synchronize, which the engine does before reporting out-of-memory). With one stream no event is
-// ever recorded.
+// bytes serve every stream, so once a second stream has been seen a cached block is flushed only
+// when its stream is done with it (streams.go): frees are numbered per stream and cost no driver
+// call; a slow path that wants a block of a stream polls that stream's pending events (once per
+// slow path, newest first, since a stream completes in order) and records one more if frees since
+// the newest are not covered. A completed event settles every free before it, at once and without
+// waiting for memory pressure. A Synchronize (which the engine does before reporting
+// out-of-memory) settles everything. With one stream no event is ever recorded.
 //
 // # Releasing memory
 //
@@ -92,18 +103,21 @@
 // Training repeats its allocation script every iteration. A freed block is cached under its size
 // and stream, and the next request of that size takes it back (Exact), however it was stitched.
 // When memory is tight, cached blocks must be repurposed (flushed and carved again), and whether the
-// next iteration finds the same free ranges then depends on every earlier choice. So every choice
-// is canonical, a function of where free memory is rather than of the order things happened in:
-// free lists hand out their lowest block first, flushing starts from the highest blocks, ties in
-// best fit, stitch plans and view searches go to the lowest address. A repeating script then lands
-// every block where it was the time before, the views made in the first iterations fit again, and
-// no driver call happens. This is what the replay tests check: a real iteration of
-// opt1.3b-lora-ckpt repeated reaches zero driver calls per iteration from the fifth repetition, and
-// the synthetic training loop of BenchmarkSteadyDriverCalls after three. The convergence is
-// empirical, not proven: on some traces (gpt2xl-full-ckpt, the llama ones) a repeated iteration at
-// full memory pressure keeps stitching a few blocks per iteration. An iteration that needs more
-// memory than any before it must, of course, ask the driver. WithGrowthSlack trades a little memory
-// for fewer driver calls when shapes change from step to step.
+// next iteration finds the same free ranges then depends on every earlier choice. Two rules make
+// the layout repeat. Every choice is canonical, a function of where free memory is rather than of
+// the order things happened in (free lists hand out their lowest block first, flushing starts from
+// the highest blocks, ties go to the lowest address). And a miss goes home: a request that finds
+// no cached block of its size first tries the places where blocks of its size lay before, so the
+// memory a size gave up in one iteration is where that size looks in the next, and the views made
+// in the first iterations keep fitting; misses that do repurpose memory flush only what their
+// window needs. The convergence is empirical, not proven. Iteration 2 of each shared trace
+// repeated twelve times (TestPeriodicTracesConverge): gpt2xl-full-ckpt, llama7b-lora-ckpt-off,
+// neox20b-lora-ckpt, opt1.3b-lora-ckpt and opt1.3b-lora-ckpt-off reach zero driver calls per
+// repetition after two to five repetitions; opt1.3b-full keeps 0-30 calls per repetition (one view
+// every few repetitions) and llama1b-full about 190 (several large sizes take turns over the same
+// memory at full pressure and their homes keep overlapping). An iteration that needs more memory
+// than any before it must, of course, ask the driver. WithGrowthSlack trades a little memory for
+// fewer driver calls when shapes change from step to step.
 //
 // # Invariants (Check verifies them all)
 //
