@@ -78,10 +78,11 @@
 //
 // A cached block is found only by requests on its own stream, where reuse is safe at once. Loose
 // bytes serve every stream, so once a second stream has been seen a cached block is flushed only
-// when its stream is done with it (streams.go): frees are numbered per stream and cost no driver
-// call; a slow path that wants a block of a stream polls that stream's pending events (once per
-// slow path, newest first, since a stream completes in order) and records one more if frees since
-// the newest are not covered. A completed event settles every free before it, at once and without
+// when its stream is done with it (streams.go): frees are numbered per stream, and an event covers
+// every free before it. A free records one only when none is pending on its stream (so most frees
+// make no driver call); a slow path that wants a block of a stream polls that stream's pending
+// events (once per slow path, newest first, since a stream completes in order) and records one
+// more if frees since the newest are not covered. A completed event settles every free before it, at once and without
 // waiting for memory pressure. A Synchronize (which the engine does before reporting
 // out-of-memory) settles everything. With one stream no event is ever recorded.
 //

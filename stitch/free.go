@@ -39,6 +39,11 @@ func (e *Engine) cache(b *block) {
 		c := e.clockFor(b.stream)
 		c.freed++
 		b.freeSeq = c.freed
+		if len(c.pending) == 0 {
+			// The stream's clock is idle: start it here rather than at the next slow path, so
+			// that the event completes as early as the stream allows.
+			e.recordOn(b.stream, c)
+		}
 	}
 	if b.list == nil {
 		b.list = e.listFor(b.size, b.stream)

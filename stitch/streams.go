@@ -1,10 +1,11 @@
 package stitch
 
 // streamClock tells which frees of one stream the device has finished with, so that their bytes
-// may serve other streams. Frees on the stream are numbered (block.freeSeq). Events are recorded
-// on the slow path, when a cached block of the stream is wanted for other use, each covering every
-// free numbered before it; later slow paths poll them, newest first (a stream completes its work
-// in order). So a free costs no driver call, and a slow path a few per stream at most.
+// may serve other streams. Frees on the stream are numbered (block.freeSeq). An event covers every
+// free numbered before it; one is recorded by a free that finds no event pending on its stream,
+// and by a slow path that wants a cached block of the stream for other use and finds frees not yet
+// covered. Slow paths poll the pending events, newest first (a stream completes its work in
+// order). So most frees cost no driver call, and a slow path a few per stream at most.
 type streamClock struct {
 	freed   uint64         // frees on the stream so far
 	done    uint64         // frees the device is known to be done with
@@ -55,13 +56,20 @@ func (e *Engine) poll(s Stream, c *streamClock) {
 		len(c.pending) == maxPendingEvents {
 		return
 	}
+	if e.recordOn(s, c) {
+		e.pollPending(c) // a stream with nothing queued is done already
+	}
+}
+
+// recordOn records an event on stream s covering every free so far; it reports whether it did.
+func (e *Engine) recordOn(s Stream, c *streamClock) bool {
 	ev, err := e.drv.recordEvent(s)
 	if err != nil {
-		e.log.Warn("stitch: record event failed; blocks freed on the stream wait for a synchronize", "err", err)
-		return
+		e.log.Warn("stitch: record event failed; blocks freed on the stream wait for a later one", "err", err)
+		return false
 	}
 	c.pending = append(c.pending, pendingEvent{ev: ev, covered: c.freed})
-	e.pollPending(c) // a stream with nothing queued is done already
+	return true
 }
 
 // pollPending queries c's pending events, newest first; the first complete one settles every free
