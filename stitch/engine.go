@@ -54,6 +54,8 @@ type Engine struct {
 	viewOldest *view // every view, least recently used first
 	viewNewest *view
 	candBuf    []candidate
+	looseBuf   []span            // loose ranges in address order, for idleRuns
+	segBuf     []idleSeg         // segments of an idle run, for findIdle
 	homes      map[uint64][]home // places where blocks of each size lay (homes.go)
 
 	// Small pool (small.go).

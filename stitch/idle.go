@@ -27,31 +27,50 @@ func (w idleWindow) better(o idleWindow) bool {
 }
 
 // runTracker gathers maximal runs of idle bytes (loose, or owned by idle cached blocks) from
-// segments fed in order, and hands each run of at least r bytes to found.
+// segments fed in order, and hands each run of at least r bytes to found, with the run's segments.
 type runTracker struct {
 	r          uint64
 	open       bool
 	start, end uint64
-	found      func(start, end uint64)
+	segs       []idleSeg // of the open run
+	found      func(start, end uint64, segs []idleSeg)
 }
 
-func (t *runTracker) extend(start, end uint64) {
+// idleSeg is a piece of an idle run: loose bytes (cost 0) or the bytes of a cached block (cost:
+// the block's size, what flushing it gives up).
+type idleSeg struct {
+	start, end, cost uint64
+}
+
+func (t *runTracker) extend(start, end, cost uint64) {
 	if end <= start {
 		return
 	}
-	if t.open && t.end == start {
-		t.end = end
-		return
+	if !t.open || t.end != start {
+		t.close()
+		t.open, t.start = true, start
 	}
-	t.close()
-	t.open, t.start, t.end = true, start, end
+	t.end = end
+	t.segs = append(t.segs, idleSeg{start: start, end: end, cost: cost})
 }
 
 func (t *runTracker) close() {
 	if t.open && t.end-t.start >= t.r {
-		t.found(t.start, t.end)
+		t.found(t.start, t.end, t.segs)
 	}
 	t.open = false
+	t.segs = t.segs[:0]
+}
+
+// windowCost sums the cost of the segments overlapping [start, end).
+func windowCost(segs []idleSeg, start, end uint64) uint64 {
+	var c uint64
+	for _, s := range segs {
+		if s.start < end && s.end > start {
+			c += s.cost
+		}
+	}
+	return c
 }
 
 // findIdle looks, in the arena and in every view, for the window of r bytes that no live block
@@ -67,19 +86,20 @@ func (e *Engine) findIdle(r uint64) (idleWindow, bool) {
 		}
 	}
 	// The arena: owned ranges in address order, loose ranges between them.
-	t := runTracker{r: r, found: func(start, end uint64) {
+	t := runTracker{r: r, segs: e.segBuf[:0], found: func(start, end uint64, segs []idleSeg) {
 		for _, pos := range [2]uint64{start, end - r} {
-			offer(idleWindow{off: pos, cost: e.cachedIn(pos, pos+r), run: end - start, addr: pos})
+			offer(idleWindow{off: pos, cost: windowCost(segs, pos, pos+r), run: end - start, addr: pos})
 		}
 	}}
 	e.idleRuns(&t)
+	e.segBuf = t.segs[:0]
 
 	// Every view, in view offsets.
 	for v := e.viewNewest; v != nil; v = v.older {
 		if v.cap < r {
 			continue
 		}
-		vt := runTracker{r: r, found: func(start, end uint64) {
+		vt := runTracker{r: r, found: func(start, end uint64, _ []idleSeg) {
 			for _, off := range [2]uint64{start, end - r} {
 				var cost uint64
 				window(v, off, r, func(p span) bool { cost += e.cachedIn(p.start, p.end); return true })
@@ -91,16 +111,16 @@ func (e *Engine) findIdle(r uint64) (idleWindow, bool) {
 			cur := p.start
 			e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
 				lo, hi := max(n.s.start, p.start), min(n.s.end, p.end)
-				vt.extend(at+cur-p.start, at+lo-p.start) // loose bytes before it
+				vt.extend(at+cur-p.start, at+lo-p.start, 0) // loose bytes before it
 				if e.idle(n.b) {
-					vt.extend(at+lo-p.start, at+hi-p.start)
+					vt.extend(at+lo-p.start, at+hi-p.start, 0)
 				} else {
 					vt.close()
 				}
 				cur = hi
 				return true
 			})
-			vt.extend(at+cur-p.start, at+p.size())
+			vt.extend(at+cur-p.start, at+p.size(), 0)
 			at += p.size()
 		}
 		vt.close()
@@ -111,24 +131,25 @@ func (e *Engine) findIdle(r uint64) (idleWindow, bool) {
 // idleRuns feeds t the arena's idle bytes in address order: loose ranges and the ranges of idle
 // cached blocks.
 func (e *Engine) idleRuns(t *runTracker) {
-	looseUpTo := func(from, to uint64) {
-		e.loose.byAddr.overlapping(from, to, func(n *tnode) bool {
-			t.extend(n.s.start, n.s.end)
-			return true
-		})
-	}
-	prevEnd := uint64(0)
+	// Merge the two address-ordered trees in one pass each.
+	loose := e.looseBuf[:0]
+	e.loose.byAddr.walk(func(s span) bool { loose = append(loose, s); return true })
+	e.looseBuf = loose
+	i := 0
 	e.owners.walkNodes(func(n *tnode) bool {
-		looseUpTo(prevEnd, n.s.start)
+		for ; i < len(loose) && loose[i].start < n.s.start; i++ {
+			t.extend(loose[i].start, loose[i].end, 0)
+		}
 		if e.idle(n.b) {
-			t.extend(n.s.start, n.s.end)
+			t.extend(n.s.start, n.s.end, n.b.size)
 		} else {
 			t.close()
 		}
-		prevEnd = n.s.end
 		return true
 	})
-	looseUpTo(prevEnd, ^uint64(0))
+	for ; i < len(loose); i++ {
+		t.extend(loose[i].start, loose[i].end, 0)
+	}
 	t.close()
 }
 
@@ -136,8 +157,9 @@ func (e *Engine) idleRuns(t *runTracker) {
 // could map if the cached blocks it covers were flushed.
 func (e *Engine) idlePlan(r uint64) ([]span, uint64) {
 	return e.planFrom(r, func(fn func(span)) {
-		t := runTracker{r: 1, found: func(start, end uint64) { fn(span{start: start, end: end}) }}
+		t := runTracker{r: 1, segs: e.segBuf[:0], found: func(start, end uint64, _ []idleSeg) { fn(span{start: start, end: end}) }}
 		e.idleRuns(&t)
+		e.segBuf = t.segs[:0]
 	})
 }
 
