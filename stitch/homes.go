@@ -39,30 +39,29 @@ func (e *Engine) rememberHome(b *block) {
 func (e *Engine) findHome(r uint64) (home, bool) {
 	hs := e.homes[r]
 	var best home
-	var bestCost uint64
+	bestCost := ^uint64(0)
 	found := false
 	kept := hs[:0]
 	for _, h := range hs {
-		if h.v != nil && e.views[h.v.base] != h.v {
-			continue // the view was released
-		}
-		kept = append(kept, h)
-		cost, ok := e.homeCost(h, r)
-		if !ok {
-			continue
-		}
-		if !found || cost <= bestCost { // later in the list: used more recently
-			best, bestCost, found = h, cost, true
+		if h.v == nil || e.views[h.v.base] == h.v { // else the view was released
+			kept = append(kept, h)
 		}
 	}
 	clear(hs[len(kept):])
 	e.homes[r] = kept
+	// Most recently used first: the first of the cheapest wins, and one that flushes nothing ends
+	// the search.
+	for i := len(kept) - 1; i >= 0 && bestCost > 0; i-- {
+		if cost, ok := e.homeCost(kept[i], r, bestCost); ok && cost < bestCost {
+			best, bestCost, found = kept[i], cost, true
+		}
+	}
 	return best, found
 }
 
-// homeCost reports whether no live block uses home h (r bytes) and every byte there exists, and
-// the bytes of cached blocks there.
-func (e *Engine) homeCost(h home, r uint64) (uint64, bool) {
+// homeCost reports whether no live block uses home h (r bytes), every byte there exists and the
+// cached blocks there hold fewer than limit bytes, and how many they hold.
+func (e *Engine) homeCost(h home, r, limit uint64) (uint64, bool) {
 	var cost uint64
 	ok := true
 	check := func(p span) bool {
@@ -79,6 +78,10 @@ func (e *Engine) homeCost(h home, r uint64) (uint64, bool) {
 				return false
 			}
 			cost += n.b.size
+			if cost >= limit {
+				ok = false
+				return false
+			}
 			at = n.s.end
 			return true
 		})
