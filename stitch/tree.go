@@ -172,17 +172,36 @@ func (t *tree) floor(key span) (span, bool) {
 }
 
 // overlapping calls fn on the node of every span (of a tree ordered by address) that overlaps
-// [start, end), in order, until fn returns false; it reports whether fn never did.
+// [start, end), in order, until fn returns false; it reports whether fn never did. fn must not
+// change the tree. One descent, then an in-order walk: O(log n + k).
 func (t *tree) overlapping(start, end uint64, fn func(*tnode) bool) bool {
-	n := t.floorNode(span{start: start})
-	if n == nil || n.s.end <= start {
-		n = t.ceilNode(span{start: start})
+	if f := t.floorNode(span{start: start}); f != nil && f.s.start < start && f.s.end > start {
+		if !fn(f) { // the span starting before start that reaches into the range
+			return false
+		}
 	}
-	for n != nil && n.s.start < end {
+	var buf [64]*tnode
+	stack := buf[:0]
+	for x := t.root; x != nil; {
+		if x.s.start >= start {
+			stack = append(stack, x)
+			x = x.left
+		} else {
+			x = x.right
+		}
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.s.start >= end {
+			return true
+		}
 		if !fn(n) {
 			return false
 		}
-		n = t.ceilNode(span{start: n.s.end})
+		for x := n.right; x != nil; x = x.left {
+			stack = append(stack, x)
+		}
 	}
 	return true
 }
