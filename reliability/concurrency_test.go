@@ -46,7 +46,7 @@ func randomRequest(rng *rand.Rand, g uint64) uint64 {
 // released right before Free, so a byte handed to two live blocks at once fails the claim.
 func TestConcurrentShadow(t *testing.T) {
 	const workers = 8
-	opsEach := concurrencyScale(t, 3000, 200_000)
+	opsEach := concurrencyScale(t, 3000, 50_000)
 	h, err := NewHarness(Config{Capacity: 512 * simG, EngineOptions: []stitch.Option{stitch.WithStitchBudget(32, 0)}})
 	require.NoError(t, err)
 	e := h.Engine
@@ -146,7 +146,7 @@ func TestConcurrentShadow(t *testing.T) {
 func TestConcurrentHostPatterns(t *testing.T) {
 	const g = 64 << 10
 	const workers = 6
-	opsEach := concurrencyScale(t, 800, 50_000)
+	opsEach := concurrencyScale(t, 800, 20_000)
 	d, err := host.New(host.WithGranularity(g), host.WithCapacity(256*g))
 	require.NoError(t, err)
 	tr := NewTracker(d)
