@@ -53,7 +53,10 @@
 //     match of a stitched block); else a run of loose bytes in any view; else an idle window
 //     (idle.go): the r bytes, in the arena or in any view, that no live block uses and whose taking
 //     flushes the fewest cached bytes. Only the cached blocks under the chosen window are flushed;
-//     the rest of the cache stays for exact matches.
+//     the rest of the cache stays for exact matches. These searches walk the homes of the size,
+//     the arena's indexes and every view: on the largest shared traces a miss costs up to tens of
+//     microseconds (an alloc+free pair 1-12 µs on average), still far below a driver call; the
+//     exact path does none of it.
 //   - Stitch: loose ranges whose whole chunks, plus the head of the first and the tail of the last,
 //     add up to the request are mapped under a new view: Reserve, one Map per run of chunks
 //     contiguous in one physical allocation, one SetAccess. Loose ranges alone first, so that no
