@@ -73,10 +73,10 @@ func WithCapacity(bytes uint64) Option {
 
 // WithGrowthSlack makes every growth create, beyond what the request needs, fraction × the memory
 // already reserved (never past the capacity). The default, 0, keeps reserved memory at what the peak
-// needs. A little slack (0.005) trades memory for fewer driver calls: on the shared traces it cut
-// warm-up calls by half and steady-state calls by a third, for 0.5% more memory with no capacity
-// limit; under a limit the minimum capacity is unchanged. Converging layouts (see the package doc)
-// may take longer to settle with it.
+// needs. A little slack trades memory for fewer driver calls: at 0.002 on the shared traces, warm-up
+// calls fall by a quarter to a half, a repeated iteration of opt1.3b-full settles to zero calls and
+// one of llama1b-full makes 60-100 instead of about 190, for up to 0.5% more memory (capacity /
+// peak live up to 1.0099, fragmentation up to 0.012).
 func WithGrowthSlack(fraction float64) Option {
 	return func(c *config) error {
 		if !(fraction >= 0 && fraction < 1) {
