@@ -27,6 +27,31 @@
 // faults) and runs them on a Harness: the fuzz target and the seeded simulation share it, so a
 // failing seed and a failing fuzz input replay the same way.
 //
-// Soak builds long periodic traces from the shared training traces: the prefix up to an iteration
-// marker once, then the iterations after it repeated with fresh IDs.
+// NewSoak builds long periodic traces from the shared training traces: the prefix up to an
+// iteration marker once, then the iterations after it repeated with fresh IDs.
+//
+// # The suites (the package's tests)
+//
+//   - faults_test.go: for every driver call kind and every position N over a workload (a synthetic
+//     stitch-heavy one in three variants, and a prefix of a real trace), the N-th call fails; every
+//     operation after the fault is verified, the failed request is retried and must succeed, and
+//     Close (twice if the first reports the fault) must leave the driver holding nothing. A failed
+//     stitch must roll back whole (TestStitchFailureRollsBackWhole).
+//   - concurrency_test.go: goroutines on three streams with the shadow map, Check and EmptyCache
+//     running beside them; and memory.Allocator over the host driver with a byte pattern per block.
+//   - soak_test.go: every trace repeated (NewSoak): reserved bytes flat and no driver call after
+//     warm-up, stitched blocks within the budget, shadow map throughout, no leak at Close.
+//   - fuzz_test.go: FuzzProgram and TestSimulation over RunProgram; minimize_test.go shrinks a
+//     failing seed and replays a program given in hex.
+//   - badinput_test.go: each misuse of the core issue on every kind of block, and the memory/ gaps.
+//   - bugs_test.go: the engine bugs this suite found, one test each. A known bug or policy issue
+//     still present is logged and counted (the summary's known-engine-issues) and skips its test;
+//     GMLAKE_STRICT=1 makes it fail (and lets programs meet two faults in one request, and the
+//     DestroyEvent fault).
+//
+// TestMain prints one summary line: faults met, operations verified, operations checked by the
+// shadow map only, leaks, violations, known engine issues. Environment: GMLAKE_LONG=1 (long
+// versions), GMLAKE_STRICT=1, GMLAKE_TRACES (default ../../shared/traces), GMLAKE_SEED,
+// GMLAKE_SIM_DURATION, GMLAKE_MINIMIZE, GMLAKE_PROGRAM, GMLAKE_SOAK_ITERS, GMLAKE_FAULT_PREFIX,
+// GMLAKE_CONCURRENCY_OPS.
 package reliability
