@@ -17,6 +17,7 @@ race:
 fuzz-short:
 	$(GO) test -run=NONE -fuzz=FuzzEngine -fuzztime=$(FUZZTIME) ./stitch
 	$(GO) test -run=NONE -fuzz=FuzzProgram -fuzztime=$(FUZZTIME) ./reliability
+	$(GO) test -run=NONE -fuzz=FuzzDriver -fuzztime=$(FUZZTIME) ./driver/host
 
 # ---- Reliability (reliability/doc.go): a fault at every driver call, concurrency under -race, soak of
 # every trace, bad input, seeded simulation; ends with one summary line (faults injected, operations
