@@ -38,7 +38,8 @@ func (e *Engine) reuse(b *block, size uint64) uintptr {
 }
 
 func (e *Engine) markLive(b *block, size uint64) {
-	b.live, b.req = true, size
+	e.setLive(b, true)
+	b.req = size
 	e.live += size
 	e.peakLive = max(e.peakLive, e.live)
 	e.liveBlocks++
@@ -297,6 +298,18 @@ func (e *Engine) partialLoss(s span) uint64 {
 		return s.size()
 	}
 	return lo - s.start + s.end - hi
+}
+
+// setLive marks b live or cached, keeping its view's count of live bytes.
+func (e *Engine) setLive(b *block, live bool) {
+	if b.kind == stitched && b.live != live {
+		if live {
+			b.view.inUse += b.size
+		} else {
+			b.view.inUse -= b.size
+		}
+	}
+	b.live = live
 }
 
 // outOfMemory describes why r bytes cannot be had; cause is the refusal.

@@ -155,6 +155,7 @@ func (e *Engine) checkPhysical(c *checker) {
 	}
 	var all []owned
 	users := map[*view]int{}
+	held, inUse := map[*view]uint64{}, map[*view]uint64{}
 	owner := map[span]*block{}
 	e.loose.byAddr.walk(func(s span) bool { all = append(all, owned{s, "loose"}); return true })
 	large := func(b *block, what string) {
@@ -171,6 +172,10 @@ func (e *Engine) checkPhysical(c *checker) {
 				return
 			}
 			users[b.view]++
+			held[b.view] += b.size
+			if b.live {
+				inUse[b.view] += b.size
+			}
 			if b.voff+b.size > b.view.cap || b.ptr != b.view.base+uintptr(b.view.head+b.voff) {
 				c.fail("%s %#x: not a window of its view", what, b.ptr)
 			}
@@ -217,6 +222,9 @@ func (e *Engine) checkPhysical(c *checker) {
 	for _, v := range e.views {
 		if users[v] != v.users {
 			c.fail("view %#x: %d blocks use it, count says %d", v.base, users[v], v.users)
+		}
+		if held[v] != v.held || inUse[v] != v.inUse {
+			c.fail("view %#x: its blocks hold %d bytes, %d live; counts say %d, %d", v.base, held[v], inUse[v], v.held, v.inUse)
 		}
 	}
 	present, holes := uint64(0), 0

@@ -31,7 +31,7 @@ func (e *Engine) Free(ptr uintptr, size uint64) error {
 
 // cache makes live block b a cached block of its size and stream.
 func (e *Engine) cache(b *block) {
-	b.live = false
+	e.setLive(b, false)
 	e.live -= b.req
 	e.liveBlocks--
 	b.freeEpoch = e.epoch
@@ -114,5 +114,9 @@ func (e *Engine) releaseLarge(b *block) uint64 {
 		return true
 	})
 	b.view.users--
+	b.view.held -= b.size
+	if b.live {
+		b.view.inUse -= b.size
+	}
 	return merged
 }

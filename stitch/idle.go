@@ -95,9 +95,9 @@ func (e *Engine) findIdle(r uint64) (idleWindow, bool) {
 	e.segBuf = t.segs[:0]
 
 	// Every view, in view offsets.
-	for v := e.viewNewest; v != nil; v = v.older {
-		if v.cap < r {
-			continue
+	for v, seen := e.viewNewest, 0; v != nil && seen < maxViewScan; v, seen = v.older, seen+1 {
+		if v.cap-v.inUse < r {
+			continue // its own live blocks leave no r idle bytes
 		}
 		vt := runTracker{r: r, found: func(start, end uint64, _ []idleSeg) {
 			for _, off := range [2]uint64{start, end - r} {

@@ -38,7 +38,7 @@ func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 	}
 	e.nextPageID++
 	p := &page{id: e.nextPageID, blk: pb}
-	pb.live = true
+	e.setLive(pb, true)
 	pb.page = p
 	e.pages[p.id] = p
 	e.smallFree.add(span{start: uint64(pb.ptr), end: uint64(pb.ptr) + pb.size, owner: p.id})

@@ -18,6 +18,8 @@ type view struct {
 	chunks []uint64 // arena slot of each mapped chunk, in view order
 	cap    uint64   // sum of piece sizes: the largest block it can hold
 	users  int      // blocks using a window of it, live or cached
+	held   uint64   // bytes of the blocks using it, live or cached: none of them is loose
+	inUse  uint64   // bytes of the live blocks using it: none of them is idle
 	older  *view    // in the engine's view list, least recently used first
 	newer  *view
 }
@@ -188,13 +190,19 @@ func window(v *view, off, size uint64, fn func(span) bool) {
 	}
 }
 
+// maxViewScan bounds the views a miss looks through (matchView, findWindow, findIdle), most
+// recently used first, so that a miss costs the same with a hundred cached views or thousands.
+// Views beyond it are not searched; they are still found by the homes of their sizes and by exact
+// matches of their cached blocks, and released least recently used first by the budget.
+const maxViewScan = 256
+
 // matchView finds a view of r bytes or a little more (the stitched block an earlier request of
 // this size made, as GMLake's exact match of a stitched block) whose first r bytes no live block
 // uses, flushes the cached blocks there, and returns it; nil if there is none.
 func (e *Engine) matchView(r uint64) *view {
 	var best *view
-	for v := e.viewNewest; v != nil; v = v.older {
-		if v.cap < r || v.cap > r+r/4 || (best != nil && (v.cap > best.cap || v.cap == best.cap && v.pieces[0].start >= best.pieces[0].start)) {
+	for v, seen := e.viewNewest, 0; v != nil && seen < maxViewScan; v, seen = v.older, seen+1 {
+		if v.cap < r || v.cap > r+r/4 || v.cap-v.inUse < r || (best != nil && (v.cap > best.cap || v.cap == best.cap && v.pieces[0].start >= best.pieces[0].start)) {
 			continue
 		}
 		ok := true
@@ -234,9 +242,9 @@ func (e *Engine) matchView(r uint64) *view {
 func (e *Engine) findWindow(r uint64) (*view, uint64) {
 	var best *view
 	var bestOff, bestLen uint64
-	for v := e.viewNewest; v != nil; v = v.older {
-		if v.cap < r {
-			continue
+	for v, seen := e.viewNewest, 0; v != nil && seen < maxViewScan; v, seen = v.older, seen+1 {
+		if v.cap-v.held < r {
+			continue // its own blocks leave no r loose bytes
 		}
 		runOff, runLen := uint64(0), uint64(0)
 		consider := func() {
@@ -413,6 +421,7 @@ func (e *Engine) takeView(v *view, off, r uint64) *block {
 	})
 	b.kind, b.view, b.voff, b.size, b.ptr = stitched, v, off, r, v.base+uintptr(v.head+off)
 	v.users++
+	v.held += r
 	e.viewUnlink(v)
 	e.viewPush(v)
 	return b
