@@ -11,10 +11,10 @@ import (
 
 // Errors returned for calls a real driver would reject. Each is wrapped with the details.
 var (
-	ErrInvalid    = errors.New("sim: invalid argument")      // size 0, unaligned size/offset/address
-	ErrNotFound   = errors.New("sim: no such object")        // unknown handle, range or event
-	ErrNotMapped  = errors.New("sim: not mapped")            // unmap/set access over unmapped bytes
-	ErrOverlap    = errors.New("sim: overlapping mapping")   // map over an existing mapping
+	ErrInvalid    = errors.New("sim: invalid argument")       // size 0, unaligned size/offset/address
+	ErrNotFound   = errors.New("sim: no such object")         // unknown handle, range or event
+	ErrNotMapped  = errors.New("sim: not mapped")             // unmap/set access over unmapped bytes
+	ErrOverlap    = errors.New("sim: overlapping mapping")    // map over an existing mapping
 	ErrOutOfRange = errors.New("sim: outside reserved range") // map outside a reserved range
 	ErrBusy       = errors.New("sim: still in use")           // release mapped memory, free a range with mappings
 	ErrInjected   = errors.New("sim: injected fault")         // the default error of an injected fault
