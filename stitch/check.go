@@ -8,12 +8,13 @@ import (
 )
 
 // Check walks every pool, block, chunk, view and index and returns every broken invariant (see the
-// package doc), errors.Join'ed; nil when the engine is consistent. It is slow: for tests.
+// package doc), errors.Join'ed; nil when the engine is consistent, ErrClosed after Close. It is slow:
+// for tests.
 func (e *Engine) Check() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil
+		return ErrClosed
 	}
 	c := &checker{}
 	e.checkFreeSet(c, "loose", e.loose)
