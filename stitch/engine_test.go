@@ -226,6 +226,7 @@ func TestBadInput(t *testing.T) {
 	assert.ErrorIs(t, h.e.EmptyCache(), stitch.ErrClosed)
 	assert.ErrorIs(t, h.e.Reset(), stitch.ErrClosed)
 	assert.ErrorIs(t, h.e.Close(), stitch.ErrClosed)
+	assert.ErrorIs(t, h.e.Check(), stitch.ErrClosed)
 	assert.Equal(t, sim.Live{}, h.d.Live())
 }
 
