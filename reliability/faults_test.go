@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gmlake/gmlake/trace/tracetest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -29,14 +31,14 @@ func faultWorkloads(t *testing.T) []faultWorkload {
 		// Closed with live blocks, cached blocks, views and pending events: Close does all the work.
 		{"stitch-heavy/close-busy", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(3)}}, untilReset(StitchHeavy(simG))},
 	}
-	if dir := tracesDirOrEmpty(); dir != "" {
+	if dir := tracetest.DirOrEmpty(); dir != "" {
 		// 150 events: weights and the first activations, all new chunks. 2000 (GMLAKE_LONG=1) reach
 		// into the first iterations: exact reuse, splits and 25 stitches, 440 maps.
 		n := envInt(t, "GMLAKE_FAULT_PREFIX", 150)
 		if long() {
 			n = envInt(t, "GMLAKE_FAULT_PREFIX", 2000)
 		}
-		tr := loadTrace(t, "opt1.3b-lora-ckpt.trace.gz")
+		tr := tracetest.Load(t, "opt1.3b-lora-ckpt.trace.gz")
 		ws = append(ws, faultWorkload{fmt.Sprintf("opt1.3b-lora-ckpt/prefix-%d", n), Config{}, TracePrefix(tr, n)})
 	}
 	return ws

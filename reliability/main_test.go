@@ -3,14 +3,11 @@ package reliability
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/gmlake/gmlake/trace"
 )
 
 // tally counts what the suites did, for the one summary line `make reliability` prints.
@@ -30,25 +27,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// tracesDir is where the shared traces are: $GMLAKE_TRACES, or ../shared/traces beside the
-// repository. Tests that need them skip when they are absent.
-func tracesDir(t testing.TB) string {
-	dir := os.Getenv("GMLAKE_TRACES")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "traces")
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("no traces at %s", dir)
-	}
-	return dir
-}
-
-func loadTrace(t testing.TB, name string) *trace.Trace {
-	tr, err := trace.ReadFile(filepath.Join(tracesDir(t), name))
-	require.NoError(t, err)
-	return tr
-}
-
 // envInt is the integer in environment variable name, or def.
 func envInt(t testing.TB, name string, def int) int {
 	s := os.Getenv(name)
@@ -66,15 +44,3 @@ func strict() bool { return os.Getenv("GMLAKE_STRICT") != "" }
 
 // long reports whether the long versions of the suites were asked for (GMLAKE_LONG=1).
 func long() bool { return os.Getenv("GMLAKE_LONG") != "" }
-
-// tracesDirOrEmpty is tracesDir without skipping: "" when the traces are absent.
-func tracesDirOrEmpty() string {
-	dir := os.Getenv("GMLAKE_TRACES")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "traces")
-	}
-	if _, err := os.Stat(dir); err != nil {
-		return ""
-	}
-	return dir
-}

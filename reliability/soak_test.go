@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gmlake/gmlake/trace/tracetest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -31,7 +33,7 @@ func TestSoak(t *testing.T) {
 	if long() {
 		iterations = envInt(t, "GMLAKE_SOAK_ITERS", 1000)
 	}
-	names, err := filepath.Glob(filepath.Join(tracesDir(t), "*.trace.gz"))
+	names, err := filepath.Glob(filepath.Join(tracetest.Dir(t), "*.trace.gz"))
 	require.NoError(t, err)
 	require.NotEmpty(t, names)
 	if raceEnabled && !long() {
@@ -39,7 +41,7 @@ func TestSoak(t *testing.T) {
 	}
 	for _, path := range names {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			soak(t, loadTrace(t, filepath.Base(path)), iterations, 0)
+			soak(t, tracetest.Load(t, filepath.Base(path)), iterations, 0)
 		})
 	}
 }
@@ -67,7 +69,7 @@ func TestSoakTightBudget(t *testing.T) {
 	if long() {
 		iterations = envInt(t, "GMLAKE_SOAK_ITERS", 1000)
 	}
-	soak(t, loadTrace(t, "opt1.3b-lora-ckpt.trace.gz"), iterations, 16)
+	soak(t, tracetest.Load(t, "opt1.3b-lora-ckpt.trace.gz"), iterations, 16)
 }
 
 // iterationRecord is what one iteration of a soak measured.

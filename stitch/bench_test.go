@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gmlake/gmlake/trace/tracetest"
+
 	"github.com/gmlake/gmlake/driver/sim"
 	"github.com/gmlake/gmlake/stitch"
 )
@@ -143,7 +145,7 @@ func sum(xs []uint64) uint64 {
 func BenchmarkTracePeriodic(b *testing.B) {
 	for _, name := range []string{"opt1.3b-lora-ckpt.trace.gz", "gpt2xl-full-ckpt.noweights.trace.gz"} {
 		b.Run(name, func(b *testing.B) {
-			tr := periodic(loadTrace(b, name), 2, 3+b.N)
+			tr := periodic(tracetest.Load(b, name), 2, 3+b.N)
 			b.ResetTimer()
 			res := replay(b, tr, 0, 0)
 			if res.oom != nil {

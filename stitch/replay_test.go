@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gmlake/gmlake/trace/tracetest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -16,24 +18,6 @@ import (
 	"github.com/gmlake/gmlake/stitch"
 	"github.com/gmlake/gmlake/trace"
 )
-
-// tracesDir is where the shared traces are: $GMLAKE_TRACES, or ../shared/traces beside the repository.
-func tracesDir(t testing.TB) string {
-	dir := os.Getenv("GMLAKE_TRACES")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "traces")
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("no traces at %s", dir)
-	}
-	return dir
-}
-
-func loadTrace(t testing.TB, name string) *trace.Trace {
-	tr, err := trace.ReadFile(filepath.Join(tracesDir(t), name))
-	require.NoError(t, err)
-	return tr
-}
 
 // replayResult is what one replay of a trace measured.
 type replayResult struct {
@@ -193,7 +177,7 @@ func iterationPeaks(tr *trace.Trace) []uint64 {
 func TestSteadyStateNoDriverCalls(t *testing.T) {
 	for _, name := range []string{"llama7b-lora-ckpt-off.trace.gz", "neox20b-lora-ckpt.trace.gz"} {
 		t.Run(name, func(t *testing.T) {
-			tr := loadTrace(t, name)
+			tr := tracetest.Load(t, name)
 			res := replay(t, tr, 0, 0)
 			require.NoError(t, res.oom)
 			peaks := iterationPeaks(tr)
@@ -214,7 +198,7 @@ func TestSteadyStateNoDriverCalls(t *testing.T) {
 // TestRepeatedIterationConverges repeats one real iteration (its exact allocation script) and
 // requires the engine to settle: after a few repetitions, no driver call at all.
 func TestRepeatedIterationConverges(t *testing.T) {
-	tr := loadTrace(t, "opt1.3b-lora-ckpt.trace.gz")
+	tr := tracetest.Load(t, "opt1.3b-lora-ckpt.trace.gz")
 	res := replay(t, periodic(tr, 2, 10), 0, 0)
 	require.NoError(t, res.oom)
 	t.Logf("driver calls per repetition %v", res.callsPerIter)
@@ -228,13 +212,13 @@ func TestReplayTraces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
-	dir := tracesDir(t)
+	dir := tracetest.Dir(t)
 	names, _ := filepath.Glob(filepath.Join(dir, "*.trace.gz"))
 	require.NotEmpty(t, names)
 	for _, path := range names {
 		name := filepath.Base(path)
 		t.Run(name, func(t *testing.T) {
-			tr := loadTrace(t, name)
+			tr := tracetest.Load(t, name)
 			res := replay(t, tr, 0, 5000)
 			require.NoError(t, res.oom)
 			assert.Less(t, res.stats.Fragmentation(), 0.05)
@@ -248,14 +232,14 @@ func TestMeasure(t *testing.T) {
 	if os.Getenv("GMLAKE_MEASURE") == "" {
 		t.Skip("set GMLAKE_MEASURE=1")
 	}
-	dir := tracesDir(t)
+	dir := tracetest.Dir(t)
 	names, _ := filepath.Glob(filepath.Join(dir, "*.trace.gz"))
 	if only := os.Getenv("GMLAKE_TRACE"); only != "" {
 		names = []string{filepath.Join(dir, only)}
 	}
 	const g = sim.DefaultGranularity
 	for _, path := range names {
-		tr := loadTrace(t, filepath.Base(path))
+		tr := tracetest.Load(t, filepath.Base(path))
 		free := replay(t, tr, 0, 0)
 		require.NoError(t, free.oom)
 		lo := free.peakLive / g * g // fails (or is exact)
@@ -310,12 +294,12 @@ func TestPeriodicTracesConverge(t *testing.T) {
 		"gpt2xl-full-ckpt.noweights.trace.gz": true, "llama7b-lora-ckpt-off.trace.gz": true, "neox20b-lora-ckpt.trace.gz": true,
 		"opt1.3b-lora-ckpt-off.noweights.trace.gz": true, "opt1.3b-lora-ckpt.trace.gz": true,
 	}
-	names, _ := filepath.Glob(filepath.Join(tracesDir(t), "*.trace.gz"))
+	names, _ := filepath.Glob(filepath.Join(tracetest.Dir(t), "*.trace.gz"))
 	require.NotEmpty(t, names)
 	for _, path := range names {
 		name := filepath.Base(path)
 		t.Run(name, func(t *testing.T) {
-			res := replay(t, periodic(loadTrace(t, name), 2, 12), 0, 0)
+			res := replay(t, periodic(tracetest.Load(t, name), 2, 12), 0, 0)
 			require.NoError(t, res.oom)
 			calls := res.callsPerIter
 			t.Logf("driver calls per repetition %v", calls)
