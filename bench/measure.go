@@ -14,6 +14,7 @@ type MeasureOptions struct {
 	TimeLimit   time.Duration // stop bisecting after this long (the bound found so far is reported); 0 = none
 	Capacity    uint64        // also replay under this capacity and report whether and where it ran out
 	Series      int           // sample about this many points of active/reserved bytes for plots
+	Repeat      int           // > 0: also measure Convergence over this many repetitions of the iterations
 }
 
 // SteadyFrom is the first iteration counted as steady state; iterations before it are warm-up.
@@ -51,6 +52,15 @@ type Report struct {
 	// Steady calls per iteration by kind, for allocators that count kinds (gmlake); kinds with
 	// none are left out.
 	SteadyCallsByKind map[string]float64 `json:"steady_calls_by_kind,omitempty"`
+	// Novelty (IterationNeeds, from the trace alone): the numbers of the novel iterations, how many
+	// steady iterations are novel, and the mean steady calls per iteration over the novel ones and
+	// over the others (repeat iterations); a mean is absent when there are no such iterations.
+	NovelIterations          []int    `json:"novel_iterations,omitempty"`
+	SteadyNovelIters         *int     `json:"steady_novel_iters,omitempty"`
+	SteadyNovelCallsPerIter  *float64 `json:"steady_novel_calls_per_iter,omitempty"`
+	SteadyRepeatCallsPerIter *float64 `json:"steady_repeat_calls_per_iter,omitempty"`
+	// Convergence under repetition (MeasureOptions.Repeat > 0); its fields are absent otherwise.
+	*Convergence
 
 	NsPerPair float64 `json:"ns_per_pair"` // wall time of the uncapped replay per alloc+free pair
 
@@ -90,6 +100,12 @@ func Measure(p *Prepared, spec Spec, o MeasureOptions) (Report, error) {
 		}
 		rep.OOM, rep.OOMAt = capped.OOM != nil, capped.OOM
 	}
+	if o.Repeat > 0 && len(p.iterations()) > 0 { // a trace without markers has nothing to repeat
+		if rep.Convergence, err = MeasureConvergence(p, spec, o.Repeat); err != nil {
+			return fail(err)
+		}
+		rep.Replays++
+	}
 	if o.MinCapacity {
 		b, err := MinCapacity(p, spec, run.PeakActive, run.PeakReserved, o.Step, o.TimeLimit)
 		rep.Replays += b.Replays
@@ -117,6 +133,7 @@ func (rep *Report) setUncapped(p *Prepared, run *Run) {
 	rep.PeakActive, rep.PeakReserved, rep.Series = run.PeakActive, run.PeakReserved, run.Series
 	rep.Fragmentation = Fragmentation(run.PeakActive, run.PeakReserved)
 	rep.SetupDriverCalls, rep.SteadyCallsByKind = run.SetupCalls, run.SteadyCallsByKind
+	rep.setNovelty(p, run)
 	for _, it := range p.iterations() {
 		rep.DriverCallsPerIter = append(rep.DriverCallsPerIter, run.IterCalls[it])
 	}

@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMeasureConvergence(t *testing.T) {
+	// Weights in the setup; iteration 0 makes two 12 MiB blocks, then a resident 10 MiB one (the
+	// optimizer's state, made at the first step); iteration 1 a 14 MiB block. Sizes of 10 MiB and
+	// more are rounded to 2 MiB by caching, and get segments of their own size.
+	p := build(t,
+		"a 0 16777216 0",
+		"i 0", "a 2 12582912 0", "a 3 12582912 0", "f 2", "f 3", "a 1 10485760 0",
+		"i 1", "a 4 14680064 0", "f 4",
+	)
+	tests := []struct {
+		alloc          string
+		calls          []uint64
+		convergedAfter *int
+		perIter        float64
+	}{
+		// Every alloc and free is a call: 5 + 2, then 4 + 2 with the resident block made once.
+		{alloc: "direct", calls: []uint64{7, 6, 6}, perIter: 3},
+		// Two 12 MiB segments, the resident block split from one of them, and a 14 MiB segment;
+		// from the second repetition on, every request finds a cached block (12 MiB in the 12 MiB
+		// segment left, the other in the 14 MiB one, 14 MiB in the 14 MiB one).
+		{alloc: "caching", calls: []uint64{3, 0, 0}, convergedAfter: ptr(1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.alloc, func(t *testing.T) {
+			rep, err := Measure(p, spec(t, tt.alloc), MeasureOptions{Repeat: 3})
+			require.NoError(t, err)
+			require.NotNil(t, rep.Convergence)
+			c := rep.Convergence
+			assert.Equal(t, 3, c.Repetitions)
+			assert.Equal(t, tt.calls, c.RepetitionDriverCalls)
+			assert.Equal(t, tt.convergedAfter, c.ConvergedAfter)
+			assert.InDelta(t, tt.perIter, c.ConvergedCallsPerIter, 1e-12)
+			assert.Equal(t, 50*MiB, c.RepetitionPeakActive, "the resident block is live in the later repetitions' iteration 0")
+			assert.Equal(t, 40*MiB, rep.PeakActive)
+			assert.GreaterOrEqual(t, c.RepetitionPeakReserved, c.RepetitionPeakActive)
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// The convergence figures sit at the report's top level in JSON, with converged_after null when no
+// repetition made zero calls, and are absent when not measured.
+func TestConvergenceJSON(t *testing.T) {
+	p := build(t, "i 0", "a 0 1000 0", "f 0", "i 1")
+	rep, err := Measure(p, spec(t, "direct"), MeasureOptions{Repeat: 2})
+	require.NoError(t, err)
+	var row map[string]any
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &row))
+	assert.Contains(t, row, "converged_after")
+	assert.Nil(t, row["converged_after"])
+	assert.EqualValues(t, 1, row["converged_calls_per_iter"])
+	assert.Equal(t, []any{2.0, 2.0}, row["repetition_driver_calls"])
+
+	rep, err = Measure(p, spec(t, "direct"), MeasureOptions{})
+	require.NoError(t, err)
+	b, err = json.Marshal(rep)
+	require.NoError(t, err)
+	row = nil
+	require.NoError(t, json.Unmarshal(b, &row))
+	assert.NotContains(t, row, "converged_after")
+	assert.NotContains(t, row, "repetitions")
+
+	noMarkers, err := Measure(build(t, "a 0 1 0", "f 0"), spec(t, "direct"), MeasureOptions{Repeat: 2})
+	require.NoError(t, err)
+	assert.Nil(t, noMarkers.Convergence, "nothing to repeat")
+}
