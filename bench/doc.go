@@ -35,6 +35,15 @@
 //     it meets its limit); a time limit may stop it early, and then it is an upper bound;
 //   - driver calls: before the first iteration marker, per warm-up iteration (0 to SteadyFrom-1)
 //     and per steady iteration (SteadyFrom on), and per kind for a CallCounter;
+//   - novelty (Prepared.Needs, from the trace alone): an iteration is novel when its peak of live
+//     requested bytes exceeds that of everything before it (the setup included) or it asks for a
+//     block larger than any earlier request. Any allocator at near-zero fragmentation must call
+//     the driver in a novel iteration; in the others (repeat iterations) a call is its own doing.
+//     Steady calls per iteration are reported over each kind separately;
+//   - convergence (MeasureConvergence): the trace's iterations replayed several times in a row
+//     (RepeatIterations; resident allocations made once), as the same shapes recur in a long run:
+//     driver calls per iteration in the last repetition, and after how many repetitions one made
+//     no driver call at all;
 //   - ns per pair: wall time of the uncapped replay over the number of allocations;
 //   - out-of-memory under a given capacity, and the event where it happened.
 //

@@ -53,9 +53,11 @@ type Report struct {
 	// none are left out.
 	SteadyCallsByKind map[string]float64 `json:"steady_calls_by_kind,omitempty"`
 	// Novelty (IterationNeeds, from the trace alone): the numbers of the novel iterations, how many
-	// steady iterations are novel, and the mean steady calls per iteration over the novel ones and
-	// over the others (repeat iterations); a mean is absent when there are no such iterations.
+	// steady iterations there are and how many of them are novel, and the mean steady calls per
+	// iteration over the novel ones and over the others (repeat iterations); a mean is absent when
+	// there are no such iterations.
 	NovelIterations          []int    `json:"novel_iterations,omitempty"`
+	SteadyIters              *int     `json:"steady_iters,omitempty"`
 	SteadyNovelIters         *int     `json:"steady_novel_iters,omitempty"`
 	SteadyNovelCallsPerIter  *float64 `json:"steady_novel_calls_per_iter,omitempty"`
 	SteadyRepeatCallsPerIter *float64 `json:"steady_repeat_calls_per_iter,omitempty"`

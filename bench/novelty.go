@@ -99,7 +99,8 @@ func (rep *Report) setNovelty(p *Prepared, run *Run) {
 	if novelIters+repeatIters == 0 {
 		return
 	}
-	rep.SteadyNovelIters = &novelIters
+	steady := novelIters + repeatIters
+	rep.SteadyIters, rep.SteadyNovelIters = &steady, &novelIters
 	rep.SteadyNovelCallsPerIter = meanOf(novelCalls, novelIters)
 	rep.SteadyRepeatCallsPerIter = meanOf(repeatCalls, repeatIters)
 }

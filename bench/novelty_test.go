@@ -89,6 +89,8 @@ func TestMeasureNoveltySplit(t *testing.T) {
 	assert.Equal(t, []int{0, 3}, rep.NovelIterations)
 	require.NotNil(t, rep.SteadyNovelIters)
 	assert.Equal(t, 1, *rep.SteadyNovelIters)
+	require.NotNil(t, rep.SteadyIters)
+	assert.Equal(t, 3, *rep.SteadyIters)
 	require.NotNil(t, rep.SteadyNovelCallsPerIter)
 	assert.InDelta(t, 4.0, *rep.SteadyNovelCallsPerIter, 1e-12)
 	require.NotNil(t, rep.SteadyRepeatCallsPerIter)
@@ -99,6 +101,7 @@ func TestMeasureNoveltySplit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{0}, noSteady.NovelIterations)
 	assert.Nil(t, noSteady.SteadyNovelIters)
+	assert.Nil(t, noSteady.SteadyIters)
 	assert.Nil(t, noSteady.SteadyNovelCallsPerIter)
 	assert.Nil(t, noSteady.SteadyRepeatCallsPerIter)
 

@@ -90,3 +90,73 @@ func TestReplayRejectsUnknownAllocator(t *testing.T) {
 	_, err := runCLI(t, "replay", "--quiet", "--allocators", "nope", writeTiny(t))
 	assert.Error(t, err)
 }
+
+// Five iterations: 3 is novel (a larger block), 4 repeats; each iteration allocates and frees.
+const steadyTrace = `# workload steady
+a 0 1048576 0
+i 0
+a 1 4194304 0
+f 1
+i 1
+a 2 4194304 0
+f 2
+i 2
+a 3 4194304 0
+f 3
+i 3
+a 4 6291456 0
+a 5 1000 0
+f 5
+f 4
+i 4
+a 6 4194304 0
+f 6
+`
+
+func TestReplayNoveltyAndRepeat(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "steady.trace")
+	require.NoError(t, os.WriteFile(path, []byte(steadyTrace), 0o644))
+
+	out, err := runCLI(t, "replay", "--quiet", "--allocators", "direct,caching", "--repeat", "3", "--json", path)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2)
+	var direct, caching map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &direct))
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &caching))
+	// direct: one call per allocation and per free.
+	assert.EqualValues(t, []any{0.0, 3.0}, direct["novel_iterations"])
+	assert.EqualValues(t, 2, direct["steady_iters"])
+	assert.EqualValues(t, 1, direct["steady_novel_iters"])
+	assert.EqualValues(t, 4, direct["steady_novel_calls_per_iter"])
+	assert.EqualValues(t, 2, direct["steady_repeat_calls_per_iter"])
+	assert.EqualValues(t, 3, direct["repetitions"])
+	assert.EqualValues(t, 12.0/5, direct["converged_calls_per_iter"])
+	assert.Contains(t, direct, "converged_after")
+	assert.Nil(t, direct["converged_after"], "direct never stops calling")
+	// caching keeps what it got: from the second repetition on, nothing new.
+	assert.EqualValues(t, 0, caching["converged_calls_per_iter"])
+	assert.EqualValues(t, 1, caching["converged_after"])
+
+	out, err = runCLI(t, "replay", "--quiet", "--allocators", "direct", "--repeat", "2", path)
+	require.NoError(t, err)
+	assert.Contains(t, out, "novel steady its")
+	assert.Contains(t, out, "converged after")
+	assert.Contains(t, out, "1/2")
+	assert.Contains(t, out, "never (2 reps)")
+
+	md := filepath.Join(dir, "RESULTS.md")
+	_, err = runCLI(t, "replay", "--quiet", "--allocators", "direct", "--repeat", "2", "--markdown", md, path)
+	require.NoError(t, err)
+	report, err := os.ReadFile(md)
+	require.NoError(t, err)
+	assert.Contains(t, string(report), "--repeat 2")
+	assert.Contains(t, string(report), "- **novel** iterations")
+	assert.Contains(t, string(report), "- **converged**")
+	assert.Contains(t, string(report), "| novel steady its | novel calls/iter | repeat calls/iter | converged calls/iter | converged after | ns/pair |")
+	assert.Regexp(t, `\| steady\.trace \| direct \| .* \| 1/2 \| 4\.0 \| 2\.0 \| 2\.4 \| never \(2 reps\) \| \d+ \|`, string(report))
+
+	_, err = runCLI(t, "replay", "--quiet", "--repeat=-1", path)
+	assert.Error(t, err)
+}

@@ -28,9 +28,14 @@ func writeMarkdownFile(path string, reports []bench.Report, anchors []bench.Anch
 func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, traces []string) error {
 	host, _ := os.Hostname()
 	var b strings.Builder
+	repeat := repetitionsOf(reports)
+	flags := "--min-capacity"
+	if repeat > 0 {
+		flags += fmt.Sprintf(" --repeat %d", repeat)
+	}
 	fmt.Fprintf(&b, "# Allocators on real training traces\n\n")
-	fmt.Fprintf(&b, "Written by `make bench` (`gmlake-bench replay --min-capacity --markdown ...`) on %s, host %s (%s/%s, %d CPUs). ",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	fmt.Fprintf(&b, "Written by `make bench` (`gmlake-bench replay %s --markdown ...`) on %s, host %s (%s/%s, %d CPUs). ",
+		flags, time.Now().UTC().Format("2006-01-02 15:04 MST"), host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	b.WriteString("Our allocators run on simulated devices (accounting only); the `pytorch-*` rows are PyTorch's own allocator " +
 		"measured on an H200 (`pytorch-anchors.jsonl`).\n\n")
 	b.WriteString("- **peak active**: peak of requested live bytes, the denominator for every one of our allocators. PyTorch's " +
@@ -40,8 +45,22 @@ func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, 
 	b.WriteString("- **min capacity**: smallest capacity (bisected to 2 MiB; PyTorch's to 256 MiB) under which the whole trace " +
 		"replays without out-of-memory; **cap/active** = min capacity / peak active.\n")
 	fmt.Fprintf(&b, "- **driver calls per iteration**: device calls between `i N` markers; warm-up = iterations 0-%d, "+
-		"steady = iteration %d on. ns/pair: wall time of the uncapped replay per allocation+free, on this machine.\n\n",
+		"steady = iteration %d on. ns/pair: wall time of the uncapped replay per allocation+free, on this machine.\n",
 		bench.SteadyFrom-1, bench.SteadyFrom)
+	b.WriteString("- **novel** iterations (from the trace alone, the same for every allocator): an iteration is novel when its " +
+		"peak of requested live bytes exceeds that of every earlier iteration and of the setup, or when it asks for a block " +
+		"larger than any earlier request. With dynamic padding some steady iterations are: any allocator at <= 2% " +
+		"fragmentation must then ask the driver for memory. **novel steady its** = novel / all steady iterations; " +
+		"**novel calls/iter** and **repeat calls/iter** split steady calls per iteration between the novel iterations " +
+		"and the others (repeat iterations, every need of which was met before: calls there are the allocator's doing).\n")
+	if repeat > 0 {
+		fmt.Fprintf(&b, "- **converged**: the iterations (from the first `i` marker to the end) replayed %d times in a row "+
+			"through a fresh allocator, the setup once, allocations the trace never frees (weights, optimizer state) made "+
+			"in the first repetition only, as the same shapes recur in a long run. **converged calls/iter**: driver calls "+
+			"per iteration in the last repetition; **converged after**: how many repetitions came before the first that "+
+			"made no driver call at all (never: each made some).\n", repeat)
+	}
+	b.WriteString("\n")
 
 	byTrace := map[string][]bench.Report{}
 	for _, r := range reports {
@@ -133,29 +152,63 @@ func mdRatio(r bench.Report) string {
 }
 
 func writeDetail(b *strings.Builder, names []string, byTrace map[string][]bench.Report, anchors []bench.Anchor) {
+	headers := []string{"trace", "allocator", "peak active (GiB)", "peak reserved (GiB)", "fragmentation",
+		"min capacity (GiB)", "cap/active", "setup calls", "warm-up calls/iter", "steady calls/iter",
+		"novel steady its", "novel calls/iter", "repeat calls/iter"}
+	repeat := repetitionsOf(flatten(names, byTrace)) > 0
+	if repeat {
+		headers = append(headers, "converged calls/iter", "converged after")
+	}
+	headers = append(headers, "ns/pair")
 	b.WriteString("## Every figure\n\n")
-	b.WriteString("| trace | allocator | peak active (GiB) | peak reserved (GiB) | fragmentation | min capacity (GiB) | cap/active | setup calls | warm-up calls/iter | steady calls/iter | ns/pair |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| " + strings.Join(headers, " | ") + " |\n|---|---|" + strings.Repeat("---:|", len(headers)-2) + "\n")
+	row := func(cells []string) {
+		cells = append(cells, make([]string, len(headers)-len(cells))...)
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
 	for _, n := range names {
 		for _, r := range byTrace[n] {
 			if r.Error != "" {
-				fmt.Fprintf(b, "| %s | %s | error: %s |||||||||\n", n, r.Allocator, strings.ReplaceAll(r.Error, "|", "/"))
+				row([]string{n, r.Allocator, "error: " + strings.ReplaceAll(r.Error, "|", "/")})
 				continue
 			}
 			minCap := "-"
 			if r.MinCapacity != nil {
 				minCap = bench.FormatGiB(*r.MinCapacity)
 			}
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %.3f | %s | %s | %d | %s | %s | %.0f |\n", n, r.Allocator,
-				bench.FormatGiB(r.PeakActive), bench.FormatGiB(r.PeakReserved), r.Fragmentation, minCap, mdRatio(r),
-				r.SetupDriverCalls, calls(r.WarmupDriverCallsPerIter), calls(r.SteadyDriverCallsPerIter), r.NsPerPair)
+			cells := []string{n, r.Allocator, bench.FormatGiB(r.PeakActive), bench.FormatGiB(r.PeakReserved),
+				fmt.Sprintf("%.3f", r.Fragmentation), minCap, mdRatio(r), fmt.Sprint(r.SetupDriverCalls),
+				calls(r.WarmupDriverCallsPerIter), calls(r.SteadyDriverCallsPerIter), novelIters(r),
+				calls(r.SteadyNovelCallsPerIter), calls(r.SteadyRepeatCallsPerIter)}
+			if repeat {
+				cells = append(cells, convergedCalls(r), convergedAfter(r))
+			}
+			row(append(cells, fmt.Sprintf("%.0f", r.NsPerPair)))
 		}
 		for _, a := range anchorsFor(n, anchors) {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %.3f | %s | %.3f | | | | |\n", n, a.Allocator,
-				bench.FormatGiB(a.PeakActive), bench.FormatGiB(a.PeakReserved), a.Fragmentation, bench.FormatGiB(a.MinCapacity), a.CapacityOverActive)
+			row([]string{n, a.Allocator, bench.FormatGiB(a.PeakActive), bench.FormatGiB(a.PeakReserved),
+				fmt.Sprintf("%.3f", a.Fragmentation), bench.FormatGiB(a.MinCapacity), fmt.Sprintf("%.3f", a.CapacityOverActive)})
 		}
 	}
 	b.WriteString("\n")
+}
+
+// repetitionsOf is the repetition count of the first report that measured convergence, 0 if none.
+func repetitionsOf(reports []bench.Report) int {
+	for _, r := range reports {
+		if r.Convergence != nil {
+			return r.Repetitions
+		}
+	}
+	return 0
+}
+
+func flatten(names []string, byTrace map[string][]bench.Report) []bench.Report {
+	var out []bench.Report
+	for _, n := range names {
+		out = append(out, byTrace[n]...)
+	}
+	return out
 }
 
 // writeCachingCheck compares our caching allocator with PyTorch default in bytes.

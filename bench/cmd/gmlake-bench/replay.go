@@ -25,12 +25,16 @@ type replayCmd struct {
 	Plot        string        `type:"path" placeholder:"DIR" help:"Write a PNG per trace of active and reserved bytes over the trace."`
 	Markdown    string        `type:"path" placeholder:"FILE" help:"Write a markdown report, with PyTorch's figures from --anchors beside ours."`
 	Anchors     string        `type:"existingfile" placeholder:"FILE" help:"PyTorch's measured figures (pytorch-anchors.jsonl)."`
+	Repeat      int           `default:"0" placeholder:"N" help:"Also replay the iterations N times in a row (resident allocations once) and report driver calls per iteration in the last repetition; 0 = off."`
 	Jobs        int           `default:"1" help:"(trace, allocator) pairs measured at once; >1 makes ns/pair noisier."`
 	Quiet       bool          `help:"No progress bar."`
 	Traces      []string      `arg:"" type:"existingfile" name:"TRACE" help:"Trace files."`
 }
 
 func (c *replayCmd) Run(stdout io.Writer) error {
+	if c.Repeat < 0 {
+		return fmt.Errorf("--repeat %d: %w", c.Repeat, bench.ErrRepeatCount)
+	}
 	specs, err := bench.SimSpecs(c.Allocators)
 	if err != nil {
 		return err
@@ -57,7 +61,7 @@ func (c *replayCmd) Run(stdout io.Writer) error {
 	if c.JSON {
 		err = writeJSON(stdout, reports)
 	} else {
-		err = writeTable(stdout, reports, c.MinCapacity, c.Capacity > 0)
+		err = writeTable(stdout, reports, tableColumns{minCapacity: c.MinCapacity, capped: c.Capacity > 0, repeat: c.Repeat > 0})
 	}
 	if err != nil {
 		return err
@@ -87,7 +91,7 @@ func (c *replayCmd) measureAll(traces []*bench.Prepared, specs []bench.Spec) ([]
 		progressbar.OptionSetDescription("replaying"), progressbar.OptionClearOnFinish(),
 		progressbar.OptionThrottle(100*time.Millisecond))
 	opts := bench.MeasureOptions{MinCapacity: c.MinCapacity, Step: uint64(c.Step), TimeLimit: c.TimeLimit,
-		Capacity: uint64(c.Capacity)}
+		Capacity: uint64(c.Capacity), Repeat: c.Repeat}
 	if c.Plot != "" {
 		opts.Series = 2000
 	}

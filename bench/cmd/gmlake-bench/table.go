@@ -8,15 +8,26 @@ import (
 	"github.com/gmlake/gmlake/bench"
 )
 
+// tableColumns says which optional columns the table has.
+type tableColumns struct {
+	minCapacity bool // min capacity, cap/active
+	capped      bool // out-of-memory under --capacity
+	repeat      bool // convergence under --repeat
+}
+
 // writeTable prints one row per (trace, allocator), figures in GiB.
-func writeTable(w io.Writer, reports []bench.Report, minCapacity, capped bool) error {
+func writeTable(w io.Writer, reports []bench.Report, cols tableColumns) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "trace\tallocator\tpeak active\tpeak reserved\tfrag\t"
-	if minCapacity {
+	if cols.minCapacity {
 		header += "min capacity\tcap/active\t"
 	}
-	header += "setup calls\twarm-up calls/it\tsteady calls/it\tns/pair\t"
-	if capped {
+	header += "setup calls\twarm-up calls/it\tsteady calls/it\tnovel steady its\tnovel calls/it\trepeat calls/it\t"
+	if cols.repeat {
+		header += "converged calls/it\tconverged after\t"
+	}
+	header += "ns/pair\t"
+	if cols.capped {
 		header += "OOM at capacity\t"
 	}
 	fmt.Fprintln(tw, header)
@@ -26,17 +37,47 @@ func writeTable(w io.Writer, reports []bench.Report, minCapacity, capped bool) e
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t", r.Trace, r.Allocator, gib(r.PeakActive), gib(r.PeakReserved), r.Fragmentation)
-		if minCapacity {
+		if cols.minCapacity {
 			fmt.Fprintf(tw, "%s\t%s\t", gibPtr(r.MinCapacity, r.MinCapacityExact), ratio(r.CapacityOverActive))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f\t", r.SetupDriverCalls, calls(r.WarmupDriverCallsPerIter),
-			calls(r.SteadyDriverCallsPerIter), r.NsPerPair)
-		if capped {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t", r.SetupDriverCalls, calls(r.WarmupDriverCallsPerIter),
+			calls(r.SteadyDriverCallsPerIter), novelIters(r), calls(r.SteadyNovelCallsPerIter), calls(r.SteadyRepeatCallsPerIter))
+		if cols.repeat {
+			fmt.Fprintf(tw, "%s\t%s\t", convergedCalls(r), convergedAfter(r))
+		}
+		fmt.Fprintf(tw, "%.0f\t", r.NsPerPair)
+		if cols.capped {
 			fmt.Fprintf(tw, "%s\t", oomText(r))
 		}
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// novelIters is "novel/steady" iterations, or "-" for a trace without steady iterations.
+func novelIters(r bench.Report) string {
+	if r.SteadyNovelIters == nil || r.SteadyIters == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", *r.SteadyNovelIters, *r.SteadyIters)
+}
+
+func convergedCalls(r bench.Report) string {
+	if r.Convergence == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", r.ConvergedCallsPerIter)
+}
+
+// convergedAfter is the number of repetitions before one made no driver call, "never" if none did.
+func convergedAfter(r bench.Report) string {
+	switch {
+	case r.Convergence == nil:
+		return "-"
+	case r.ConvergedAfter == nil:
+		return fmt.Sprintf("never (%d reps)", r.Repetitions)
+	}
+	return fmt.Sprintf("%d of %d", *r.ConvergedAfter, r.Repetitions)
 }
 
 func gib(n uint64) string { return fmt.Sprintf("%.3f GiB", float64(n)/float64(bench.GiB)) }
