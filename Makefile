@@ -52,7 +52,7 @@ fuzz-long:
 # capacity included; prints a table and writes bench/RESULTS.md with PyTorch's figures beside ours.
 .PHONY: bench
 bench:
-	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --quiet \
+	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet \
 		--markdown bench/RESULTS.md --anchors $(TRACES)/pytorch-anchors.jsonl \
 		$(wildcard $(TRACES)/*.trace.gz $(TRACES)/*.pickle.gz)
 
