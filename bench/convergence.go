@@ -1,6 +1,9 @@
 package bench
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Convergence is how an allocator settles when a trace's iterations repeat (RepeatIterations), as
 // the same shapes do in a long training run: an allocator that has converged makes no driver call
@@ -9,8 +12,10 @@ type Convergence struct {
 	Repetitions int `json:"repetitions"`
 	// Driver calls in each repetition (the setup's are in none of them).
 	RepetitionDriverCalls []uint64 `json:"repetition_driver_calls"`
-	// Driver calls per iteration in the last repetition.
-	ConvergedCallsPerIter float64 `json:"converged_calls_per_iter"`
+	// Driver calls per iteration in the last repetition, in all and of each kind (for allocators
+	// that count kinds, gmlake; kinds with none are left out).
+	ConvergedCallsPerIter float64            `json:"converged_calls_per_iter"`
+	ConvergedCallsByKind  map[string]float64 `json:"converged_calls_by_kind,omitempty"`
 	// The number of repetitions before the first that made no driver call at all; nil (null) when
 	// every repetition made some.
 	ConvergedAfter *int `json:"converged_after"`
@@ -32,8 +37,13 @@ func MeasureConvergence(p *Prepared, spec Spec, times int) (*Convergence, error)
 	if err != nil {
 		return nil, err
 	}
-	run, err := replayFresh(rp, spec, 0, 0)
+	a, err := spec.New(0)
 	if err != nil {
+		return nil, fmt.Errorf("%s: new %s: %w", p.Name, spec.Name, err)
+	}
+	lastFrom := int(int64(rep.Times-1) * rep.IterStride) // the first iteration number of the last repetition
+	run, err := replay(rp, a, 0, lastFrom)
+	if err = errors.Join(err, a.Close()); err != nil {
 		return nil, err
 	}
 	if run.OOM != nil {
@@ -45,7 +55,8 @@ func MeasureConvergence(p *Prepared, spec Spec, times int) (*Convergence, error)
 // convergenceOf sums the run's calls by repetition.
 func convergenceOf(rep *Repetition, run *Run) *Convergence {
 	c := &Convergence{Repetitions: rep.Times, RepetitionDriverCalls: make([]uint64, rep.Times),
-		RepetitionPeakActive: run.PeakActive, RepetitionPeakReserved: run.PeakReserved}
+		RepetitionPeakActive: run.PeakActive, RepetitionPeakReserved: run.PeakReserved,
+		ConvergedCallsByKind: run.SteadyCallsByKind}
 	for it, calls := range run.IterCalls {
 		c.RepetitionDriverCalls[rep.RepetitionOf(it)] += calls
 	}

@@ -77,3 +77,24 @@ func TestConvergenceJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, noMarkers.Convergence, "nothing to repeat")
 }
+
+// For an allocator that counts kinds, the last repetition's calls by kind add up to its total.
+func TestConvergedCallsByKindAddUp(t *testing.T) {
+	p := build(t,
+		"a 0 16777216 0",
+		"i 0", "a 1 12582912 0", "a 2 3000000 0", "f 1", "a 3 20000000 0", "f 2", "f 3",
+		"i 1", "a 4 14680064 0", "a 5 5000000 0", "f 4", "a 6 100 0", "f 5", "f 6",
+	)
+	c, err := MeasureConvergence(p, spec(t, "gmlake"), 2)
+	require.NoError(t, err)
+	var sum float64
+	for _, v := range c.ConvergedCallsByKind {
+		sum += v
+	}
+	assert.InDelta(t, c.ConvergedCallsPerIter, sum, 1e-9)
+	assert.Positive(t, c.RepetitionDriverCalls[0], "the first repetition maps memory")
+
+	direct, err := MeasureConvergence(p, spec(t, "direct"), 2)
+	require.NoError(t, err)
+	assert.Nil(t, direct.ConvergedCallsByKind, "direct does not count kinds")
+}

@@ -107,7 +107,13 @@ var ErrReplay = errors.New("bench: replay failed")
 // other error. series > 0 asks for about that many samples of active and reserved bytes (each the
 // maximum over its stretch of events). An allocator that is a Checker is checked at the end.
 func Replay(p *Prepared, a Allocator, series int) (*Run, error) {
-	rp := &replayer{p: p, a: a, run: &Run{IterCalls: make(map[int]uint64)}, ptrs: make([]uintptr, p.slots), iter: -1}
+	return replay(p, a, series, SteadyFrom)
+}
+
+// replay is Replay with Run.SteadyCallsByKind counted from iteration kindsFrom on.
+func replay(p *Prepared, a Allocator, series, kindsFrom int) (*Run, error) {
+	rp := &replayer{p: p, a: a, run: &Run{IterCalls: make(map[int]uint64)}, ptrs: make([]uintptr, p.slots), iter: -1,
+		kindsFrom: kindsFrom}
 	rp.counter, _ = a.(CallCounter)
 	if series > 0 {
 		rp.stride = max(1, len(p.ops)/series)
@@ -150,6 +156,7 @@ type replayer struct {
 
 	lastCalls   uint64            // a.DriverCalls() when the iteration in progress began
 	counter     CallCounter       // a, if it counts calls by kind
+	kindsFrom   int               // first iteration of steady state for counting calls by kind
 	steadyStart map[string]uint64 // counter's figures when steady state began
 	steadyIters int               // steady iterations begun
 
@@ -183,7 +190,7 @@ func (rp *replayer) step(i int, o op) error {
 	case trace.Iter:
 		rp.closeIteration()
 		rp.iter = int(o.slot)
-		if rp.iter >= SteadyFrom && rp.counter != nil {
+		if rp.iter >= rp.kindsFrom && rp.counter != nil {
 			if rp.steadyStart == nil {
 				rp.steadyStart = rp.counter.CallsByKind()
 			}
