@@ -6,10 +6,10 @@ import "github.com/gmlake/gmlake/trace"
 //
 // An iteration is novel when it needs something that nothing earlier needed: more live memory than
 // the peak of every earlier iteration (the setup before the first marker counts as earlier), or a
-// single block larger than every earlier request. An allocator that keeps fragmentation near zero
-// must ask the driver for memory in a novel iteration, whatever its policy; in any other iteration
-// (a "repeat" iteration) every need was met before, so a driver call there is the allocator's
-// choice, not the trace's.
+// single block larger than every earlier request. In a novel iteration an allocator that reserves
+// little more than was ever live must call the driver, whatever its policy: for more memory, or for
+// a block larger than any it holds. In any other iteration (a "repeat" iteration) every need was
+// met before, so a driver call there is the allocator's choice, not the trace's.
 type IterationNeeds struct {
 	Iteration  int    `json:"iteration"`   // the marker's number
 	PeakActive uint64 `json:"peak_active"` // peak of requested live bytes during the iteration

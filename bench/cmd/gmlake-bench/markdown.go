@@ -49,10 +49,12 @@ func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, 
 		bench.SteadyFrom-1, bench.SteadyFrom)
 	b.WriteString("- **novel** iterations (from the trace alone, the same for every allocator): an iteration is novel when its " +
 		"peak of requested live bytes exceeds that of every earlier iteration and of the setup, or when it asks for a block " +
-		"larger than any earlier request. With dynamic padding some steady iterations are: any allocator at <= 2% " +
-		"fragmentation must then ask the driver for memory. **novel steady its** = novel / all steady iterations; " +
-		"**novel calls/iter** and **repeat calls/iter** split steady calls per iteration between the novel iterations " +
-		"and the others (repeat iterations, every need of which was met before: calls there are the allocator's doing).\n")
+		"larger than any earlier request. With dynamic padding some steady iterations are novel, and then an allocator that " +
+		"reserves little more than was ever live (<= 2% fragmentation) must call the driver: for more memory, or for a " +
+		"block larger than any it holds (a new segment, or a new stitched range). **novel steady its** = novel / all " +
+		"steady iterations; **novel calls/iter** and **repeat calls/iter** split steady calls per iteration between the " +
+		"novel iterations and the others (repeat iterations, every need of which was met before: calls there are the " +
+		"allocator's own doing).\n")
 	if repeat > 0 {
 		fmt.Fprintf(&b, "- **converged**: the iterations (from the first `i` marker to the end) replayed %d times in a row "+
 			"through a fresh allocator, the setup once, allocations the trace never frees (weights, optimizer state) made "+
