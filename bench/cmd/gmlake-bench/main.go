@@ -3,7 +3,7 @@
 // calls per iteration and speed. See package bench for the definitions.
 //
 //	gmlake-bench replay [--allocators gmlake,gorgonia,caching,direct] [--min-capacity]
-//	    [--capacity BYTES] [--json] [--plot DIR] [--markdown FILE --anchors FILE] TRACE...
+//	    [--capacity BYTES] [--repeat N] [--json] [--plot DIR] [--markdown FILE --anchors FILE] TRACE...
 package main
 
 import (
