@@ -10,13 +10,16 @@ import (
 // Alloc returns size bytes usable on stream s.
 func (e *Engine) Alloc(size uint64, s Stream) (uintptr, error) {
 	e.mu.Lock()
+	e.iterOrd++
 	// The exact-match path: a lookup, a list pop, a flag flip.
 	if s == e.hotStream && size-1 < e.capacity && !e.closed {
 		r := (size + alignment - 1) &^ (alignment - 1)
 		if l := e.hotLists[r]; l != nil && l.head != nil {
-			ptr := e.reuse(l.head, size)
-			e.mu.Unlock()
-			return ptr, nil
+			if b := e.pick(l, r); b != nil {
+				ptr := e.reuse(b, size)
+				e.mu.Unlock()
+				return ptr, nil
+			}
 		}
 	}
 	ptr, err := e.allocSlow(size, s)
@@ -31,6 +34,7 @@ func (e *Engine) reuse(b *block, size uint64) uintptr {
 		e.smallAge.unlink(b)
 	} else {
 		e.largeAge.unlink(b)
+		e.recordPlace(b)
 	}
 	e.markLive(b, size)
 	e.outcomes[OutcomeExact]++
@@ -67,13 +71,22 @@ func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
 			e.log.Warn("stitch: synchronize on seeing a second stream failed", "err", err)
 		}
 	}
-	if l := e.listFor(r, s); l.head != nil {
-		return e.reuse(l.head, size), nil
-	}
 	var b *block
 	var out Outcome
 	var err error
-	if r < e.cfg.smallThreshold {
+	if l := e.listFor(r, s); l.head != nil {
+		if b = e.pick(l, r); b != nil {
+			return e.reuse(b, size), nil
+		}
+		// The memo this iteration follows put this request where no cached block of its size is.
+		h, ok := e.findMemo(r)
+		if !ok {
+			return e.reuse(l.head, size), nil
+		}
+		b, out = e.takeHome(h, r), OutcomeSplit
+		e.rememberHome(b)
+		e.recordPlace(b)
+	} else if r < e.cfg.smallThreshold {
 		b, out, err = e.allocSmall(r, s)
 	} else {
 		b, out, err = e.allocLarge(r, s)
@@ -114,11 +127,15 @@ func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
 	b, out, err := e.placeLarge(r, s)
 	if err == nil {
 		e.rememberHome(b)
+		e.recordPlace(b)
 	}
 	return b, out, err
 }
 
 func (e *Engine) placeLarge(r uint64, s Stream) (*block, Outcome, error) {
+	if h, ok := e.findMemo(r); ok {
+		return e.takeHome(h, r), OutcomeSplit, nil
+	}
 	if h, ok := e.findHome(r); ok {
 		return e.takeHome(h, r), OutcomeSplit, nil
 	}

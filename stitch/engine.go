@@ -58,6 +58,15 @@ type Engine struct {
 	segBuf     []idleSeg         // segments of an idle run, for findIdle
 	homes      map[uint64][]home // places where blocks of each size lay (homes.go)
 
+	// Iteration memos (memo.go).
+	marked   bool        // MarkIteration has been called
+	iterOrd  uint64      // requests since the last mark, this one included
+	memoCur  []memoEntry // where the current iteration's large requests went
+	memos    []memo      // remembered iterations, most recent last
+	follow   memo        // the memo the current iteration follows; nil if none
+	cursor   int         // index in follow of the next entry
+	leftMemo bool        // the current iteration left a memo: a new shape
+
 	// Small pool (small.go).
 	pages      map[uint64]*page
 	smallFree  *freeSet

@@ -127,6 +127,7 @@ const (
 	opFree
 	opEmptyCache
 	opReset
+	opMark
 )
 
 func (o op) String() string {
@@ -137,6 +138,8 @@ func (o op) String() string {
 		return fmt.Sprintf("free(#%d)", o.pick)
 	case opEmptyCache:
 		return "empty cache"
+	case opMark:
+		return "mark iteration"
 	default:
 		return "reset"
 	}
@@ -181,6 +184,8 @@ func (h *harness) run(ops []op, describe func() string) {
 			require.NoError(h.t, h.e.Reset(), ctx)
 			h.forgetAll()
 			require.Zero(h.t, h.e.Stats().ReservedBytes, ctx)
+		case opMark:
+			h.e.MarkIteration()
 		}
 		h.check(ctx)
 	}
@@ -196,8 +201,10 @@ func opsFromBytes(data []byte) []op {
 		switch {
 		case a < 150:
 			ops = append(ops, op{kind: opAlloc, size: sizeFor(uint64(a), n*2654435761), stream: stitch.Stream(a % 16 / 15)})
-		case a < 250:
+		case a < 244:
 			ops = append(ops, op{kind: opFree, pick: int(n)})
+		case a < 250:
+			ops = append(ops, op{kind: opMark})
 		case a < 254:
 			ops = append(ops, op{kind: opEmptyCache})
 		default:

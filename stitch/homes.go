@@ -15,10 +15,7 @@ const maxHomes = 1024
 // rememberHome records where large block b lies, as a place for later requests of its size; the
 // list of a size is ordered least recently used first.
 func (e *Engine) rememberHome(b *block) {
-	h := home{off: b.pos}
-	if b.kind == stitched {
-		h = home{v: b.view, off: b.voff}
-	}
+	h := b.place()
 	hs := e.homes[b.size]
 	if i := slices.Index(hs, h); i >= 0 {
 		// The most recently used last.

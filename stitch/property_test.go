@@ -12,7 +12,7 @@ import (
 )
 
 // randomOps makes a workload of n ops from seed: mostly allocs and frees, with a periodic part
-// (the same sizes again and again, as training does) and rare EmptyCache/Reset.
+// (the same sizes again and again, as training does), iteration marks and rare EmptyCache/Reset.
 func randomOps(seed uint64, n int) []op {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	script := make([]uint64, 1+rng.IntN(12))
@@ -27,8 +27,10 @@ func randomOps(seed uint64, n int) []op {
 			o = op{kind: opAlloc, size: script[rng.IntN(len(script))]}
 		case x < 50:
 			o = op{kind: opAlloc, size: sizeFor(rng.Uint64(), rng.Uint64())}
-		case x < 97:
+		case x < 96:
 			o = op{kind: opFree, pick: rng.IntN(1 << 20)}
+		case x < 97:
+			o = op{kind: opMark}
 		case x < 99:
 			o = op{kind: opEmptyCache}
 		default:

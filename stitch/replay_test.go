@@ -30,6 +30,11 @@ type replayResult struct {
 // replay runs tr through a fresh engine over a simulated driver of the given capacity (0: 1 TiB).
 // check > 0 runs Check every check events.
 func replay(tb testing.TB, tr *trace.Trace, capacity uint64, check int) replayResult {
+	return replayMarked(tb, tr, capacity, check, false)
+}
+
+// replayMarked is replay that, when marks is set, tells the engine where iterations begin.
+func replayMarked(tb testing.TB, tr *trace.Trace, capacity uint64, check int, marks bool) replayResult {
 	var simOpts []sim.Option
 	var opts []stitch.Option
 	if capacity > 0 {
@@ -77,6 +82,9 @@ func replay(tb testing.TB, tr *trace.Trace, capacity uint64, check int) replayRe
 		case trace.Iter:
 			endIter()
 			iter = int(ev.ID)
+			if marks {
+				e.MarkIteration()
+			}
 		}
 		if check > 0 && i%check == 0 {
 			require.NoError(tb, e.Check(), "after event %d", i)

@@ -1,0 +1,157 @@
+package stitch
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Iteration memos: where the large requests of a training iteration went, for the next
+// iteration of the same shape.
+//
+// A training loop runs the same script of requests every iteration, but with dynamic padding the
+// script's sizes change with the sequence length: an iteration of length 384 follows one of 512
+// and precedes one of 128. Homes (homes.go) remember places per size, and the places one length
+// uses are disturbed by the iterations of other lengths in between, so that iterations of a length
+// seen before may still stitch. When the caller marks where iterations begin (MarkIteration), the
+// engine also remembers, per iteration, where each large request went, by its ordinal in the
+// iteration (the k-th request since the mark) and its size.
+//
+// A later iteration's request that misses the exact path looks for a memo whose entry for its
+// ordinal has its size and whose place no live block uses now; the most recent such memo is then
+// followed for the rest of the iteration: its later requests go to that memo's places, and even
+// an exact match takes the cached block at the memo's place rather than the lowest one (or, if
+// no cached block of the size lies there, the memo's place with what is cached there flushed).
+// The iteration leaves the memo at the first request whose size differs from the memo's entry for
+// its ordinal, and follows no other memo until the next mark: a new shape is placed by the usual
+// rules (following memos of other shapes for the requests whose sizes do not change with the
+// shape scattered them and made more views) and remembered in turn. So an iteration of
+// a shape seen before replays the placements of the last one, stitched blocks included, and makes
+// no driver call; on the shared traces, every trace repeated four times in a row makes none in its
+// fourth repetition (TestMemoConverges).
+//
+// Memos cost one counter increment per request, and when marked, one append per large request;
+// an exact match checks the followed memo's next entry (a cursor, not a search). At most maxMemos
+// iterations are remembered, an iteration identical to a remembered one replacing it.
+
+// memoEntry is one large request of a remembered iteration.
+type memoEntry struct {
+	ord  uint64 // its ordinal in the iteration: 1 for the first request after the mark
+	size uint64 // rounded size
+	at   home   // where it went
+}
+
+// memo is one remembered iteration, its entries in ordinal order.
+type memo []memoEntry
+
+// maxMemos bounds the iterations remembered: the distinct shapes a run cycles through.
+const maxMemos = 64
+
+// maxMemoEntries bounds one iteration's memo; requests past it are not remembered.
+const maxMemoEntries = 1 << 18
+
+// MarkIteration tells the engine that a training iteration begins. It is a hint: it changes where
+// blocks go, never whether a request is served. Without it the engine works as before, with no
+// memos.
+func (e *Engine) MarkIteration() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	e.marked = true
+	e.iterOrd = 0
+	e.follow, e.cursor, e.leftMemo = nil, 0, false
+	if len(e.memoCur) == 0 {
+		return
+	}
+	// An iteration identical to a remembered one replaces it; the most recent is last.
+	e.memos = slices.DeleteFunc(e.memos, func(m memo) bool { return slices.Equal(m, e.memoCur) })
+	if len(e.memos) == maxMemos {
+		e.memos = slices.Delete(e.memos, 0, 1)
+	}
+	e.memos = append(e.memos, slices.Clone(e.memoCur))
+	e.memoCur = e.memoCur[:0]
+}
+
+// recordPlace remembers where large block b, the current request, went.
+func (e *Engine) recordPlace(b *block) {
+	if !e.marked || len(e.memoCur) == maxMemoEntries {
+		return
+	}
+	e.memoCur = append(e.memoCur, memoEntry{ord: e.iterOrd, size: b.size, at: b.place()})
+}
+
+// findMemo returns the place a remembered iteration gave the current request, if it had r bytes
+// there, the place still exists and no live block uses it: the followed memo's place, or, when
+// none is followed, the most recent memo's that fits, and that memo is followed from then on.
+func (e *Engine) findMemo(r uint64) (home, bool) {
+	if e.follow != nil {
+		h, ok := e.followed(r)
+		return h, ok && e.placeFree(h, r)
+	}
+	if e.leftMemo {
+		return home{}, false // a new shape: memos of other shapes would only scatter it
+	}
+	for i := len(e.memos) - 1; i >= 0; i-- {
+		m := e.memos[i]
+		j, ok := slices.BinarySearchFunc(m, e.iterOrd, func(x memoEntry, ord uint64) int { return cmp.Compare(x.ord, ord) })
+		if ok && m[j].size == r && e.placeFree(m[j].at, r) {
+			e.follow, e.cursor = m, j
+			return m[j].at, true
+		}
+	}
+	return home{}, false
+}
+
+// placeFree reports whether place h of r bytes still exists and no live block uses it.
+func (e *Engine) placeFree(h home, r uint64) bool {
+	if h.v != nil && e.views[h.v.base] != h.v {
+		return false // the view was released
+	}
+	_, ok := e.homeCost(h, r, ^uint64(0))
+	return ok
+}
+
+// pick chooses the cached block of list l (blocks of r bytes) to hand out: the one at the place
+// the followed memo gives the current request, else the lowest; nil when the memo's place holds
+// none of them.
+func (e *Engine) pick(l *freeList, r uint64) *block {
+	if e.follow == nil || r < e.cfg.smallThreshold {
+		return l.head
+	}
+	want, ok := e.followed(r)
+	if !ok {
+		return l.head
+	}
+	for b := l.head; b != nil; b = b.next {
+		if b.place() == want {
+			return b
+		}
+	}
+	return nil
+}
+
+// followed returns the place the followed memo gives the current request of r bytes; it stops
+// following the memo when the memo's request there had another size.
+func (e *Engine) followed(r uint64) (home, bool) {
+	m := e.follow
+	for e.cursor < len(m) && m[e.cursor].ord < e.iterOrd {
+		e.cursor++
+	}
+	if e.cursor == len(m) || m[e.cursor].ord != e.iterOrd {
+		return home{}, false
+	}
+	if m[e.cursor].size != r {
+		e.follow, e.leftMemo = nil, true // the iteration has left the memo's script
+		return home{}, false
+	}
+	return m[e.cursor].at, true
+}
+
+// place is where large block b lies, as a home.
+func (b *block) place() home {
+	if b.kind == stitched {
+		return home{v: b.view, off: b.voff}
+	}
+	return home{off: b.pos}
+}

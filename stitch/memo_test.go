@@ -1,0 +1,173 @@
+package stitch_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gmlake/gmlake/driver/sim"
+	"github.com/gmlake/gmlake/stitch"
+	"github.com/gmlake/gmlake/trace"
+	"github.com/gmlake/gmlake/trace/tracetest"
+)
+
+// shapedIteration is the allocation script of one training iteration whose activations scale with
+// length n: resident weights are not part of it. Blocks are freed out of order, so that memory
+// fragments and stitching is needed.
+func shapedIteration(n uint64) []op {
+	var ops []op
+	for i := range uint64(6) {
+		ops = append(ops, op{kind: opAlloc, size: (3 + i%3) * n * MiB / 2}) // saved activations
+		ops = append(ops, op{kind: opAlloc, size: 2*n*MiB + 4096})          // a temporary
+		ops = append(ops, op{kind: opFree, pick: -1})
+	}
+	ops = append(ops, op{kind: opAlloc, size: 7 * n * MiB}) // the logits: larger than any hole
+	for range 7 {
+		ops = append(ops, op{kind: opFree, pick: 0}) // every other activation first, then the rest
+		ops = append(ops, op{kind: opAlloc, size: n*MiB + 512})
+		ops = append(ops, op{kind: opFree, pick: -1})
+	}
+	return ops
+}
+
+// cycleCalls runs the shapes' iterations cycles times in a row, marking each iteration when mark
+// is set, and returns the driver calls of each iteration and the pointers of the last cycle.
+func cycleCalls(t *testing.T, shapes []uint64, cycles int, mark bool) (calls []uint64, ptrs [][]uintptr) {
+	h := newHarness(t, nil)
+	defer h.closeAndCheckLeaks()
+	weights, err := h.alloc(40*MiB, 0)
+	require.NoError(t, err)
+	for c := range cycles {
+		for _, n := range shapes {
+			if mark {
+				h.e.MarkIteration()
+			}
+			before := h.d.TotalCalls()
+			var got []uintptr
+			for i, o := range shapedIteration(n) {
+				switch o.kind {
+				case opAlloc:
+					p, err := h.alloc(o.size, 0)
+					require.NoError(t, err)
+					got = append(got, p)
+				case opFree:
+					k := o.pick
+					if k < 0 {
+						k += len(h.ptrs)
+					}
+					if h.ptrs[k] == weights {
+						k++
+					}
+					require.NoError(t, h.free(h.ptrs[k]))
+				}
+				h.check(fmt.Sprintf("cycle %d, shape %d, op %d", c, n, i))
+			}
+			for len(h.ptrs) > 1 {
+				require.NoError(t, h.free(h.ptrs[len(h.ptrs)-1]))
+			}
+			calls = append(calls, h.d.TotalCalls()-before)
+			if c == cycles-1 {
+				ptrs = append(ptrs, got)
+			}
+		}
+	}
+	return calls, ptrs
+}
+
+// TestMemoReplaysShapes cycles through iterations of three shapes: with marks, once each shape has
+// been seen, its iterations make no driver call and get the same pointers as the last time.
+func TestMemoReplaysShapes(t *testing.T) {
+	shapes := []uint64{5, 2, 4}
+	calls, last := cycleCalls(t, shapes, 4, true)
+	t.Logf("driver calls per iteration, marked: %v", calls)
+	for i := 2 * len(shapes); i < len(calls); i++ {
+		assert.Zero(t, calls[i], "iteration %d", i)
+	}
+	_, again := cycleCalls(t, shapes, 5, true)
+	assert.Equal(t, last, again[:len(last)], "a fifth cycle places every block where the fourth did")
+
+	unmarked, _ := cycleCalls(t, shapes, 4, false)
+	t.Logf("driver calls per iteration, unmarked: %v", unmarked)
+}
+
+// TestMemoLeavesForNewShape follows a memo and then asks for sizes it never saw at those points:
+// the engine leaves the memo, serves everything, and stays consistent.
+func TestMemoLeavesForNewShape(t *testing.T) {
+	calls, _ := cycleCalls(t, []uint64{3, 3, 6, 3, 1, 7}, 1, true)
+	assert.Len(t, calls, 6)
+	assert.Zero(t, calls[1], "the second iteration of a shape replays the first")
+}
+
+// TestMarkIterationAfterClose is a no-op, not a panic.
+func TestMarkIterationAfterClose(t *testing.T) {
+	e, err := stitch.New(sim.New())
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	e.MarkIteration()
+	require.ErrorIs(t, e.Check(), stitch.ErrClosed)
+}
+
+// cycled repeats a trace's iterations n times in a row, as a long run whose shapes recur: the
+// events before the first iteration once, then everything from the first iteration marker on n
+// times, with ids renamed per repetition and iterations renumbered. Allocations the trace never
+// frees (weights, optimizer state) are made in the first repetition only.
+func cycled(tr *trace.Trace, n int) *trace.Trace {
+	idx := tr.Iterations()
+	first := idx[0]
+	freed := map[int64]bool{}
+	var maxID int64
+	for _, ev := range tr.Events {
+		if ev.Kind == trace.Free {
+			freed[ev.ID] = true
+		}
+		if ev.Kind == trace.Alloc {
+			maxID = max(maxID, ev.ID)
+		}
+	}
+	out := &trace.Trace{Name: fmt.Sprintf("%s-x%d", tr.Name, n)}
+	out.Events = append(out.Events, tr.Events[:first]...)
+	iter := int64(0)
+	for rep := range int64(n) {
+		for _, ev := range tr.Events[first:] {
+			switch {
+			case ev.Kind == trace.Iter:
+				ev.ID = iter
+				iter++
+			case rep > 0 && !freed[ev.ID]:
+				continue
+			case rep > 0:
+				ev.ID += rep * (maxID + 1)
+			}
+			out.Events = append(out.Events, ev)
+		}
+	}
+	return out
+}
+
+// TestMemoConvergesOnTraces repeats every shared trace four times with iteration marks: each
+// iteration's shape recurs once per repetition, and the fourth repetition makes no driver call.
+func TestMemoConvergesOnTraces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	names, _ := filepath.Glob(filepath.Join(tracetest.Dir(t), "*.trace.gz"))
+	require.NotEmpty(t, names)
+	for _, path := range names {
+		name := filepath.Base(path)
+		t.Run(name, func(t *testing.T) {
+			tr := tracetest.Load(t, name)
+			per := len(tr.Iterations())
+			res := replayMarked(t, cycled(tr, 4), 0, 0, true)
+			require.NoError(t, res.oom)
+			calls := res.callsPerIter
+			require.Len(t, calls, 4*per)
+			t.Logf("driver calls per iteration %v", calls)
+			for i := 3 * per; i < len(calls); i++ {
+				assert.Zero(t, calls[i], "iteration %d (repetition 4)", i)
+			}
+		})
+	}
+}
