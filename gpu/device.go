@@ -140,6 +140,14 @@ func (d *Device) Synchronize() error {
 	return check("cuStreamSynchronize", C.gk_stream_synchronize(d.ctx, C.uintptr_t(d.stream)))
 }
 
+// MarkIteration tells the Device's allocator that a training iteration begins, when it takes the
+// hint (gmlake: an iteration of a shape seen before replays the last one's placements).
+func (d *Device) MarkIteration() {
+	if m, ok := d.alloc.(interface{ MarkIteration() }); ok {
+		m.MarkIteration()
+	}
+}
+
 // Close waits for queued work and releases the stream, modules, cuBLAS handle and context.
 // Tensors must have been freed first.
 func (d *Device) Close() error {

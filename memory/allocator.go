@@ -115,6 +115,11 @@ func (a *Allocator) LastPutError() error {
 	return a.lastPutErr
 }
 
+// MarkIteration tells the engine that a training iteration begins, so that an iteration of a shape
+// seen before replays the placements of the last one and makes no driver call (stitch.Engine's
+// MarkIteration). It is a hint, safe to omit; after Close it does nothing.
+func (a *Allocator) MarkIteration() { a.engine.MarkIteration() }
+
 // ResetAllocator frees every live block (Gorgonia's VM.Reset calls it). Failures are logged; Reset
 // returns them.
 func (a *Allocator) ResetAllocator() {

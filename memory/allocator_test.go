@@ -219,3 +219,22 @@ func TestPutRejectionIsLogged(t *testing.T) {
 	assert.Contains(t, logged.String(), "put rejected")
 	assert.Contains(t, logged.String(), "double free")
 }
+
+// TestMarkIteration passes the hint to the engine while open and ignores it after Close.
+func TestMarkIteration(t *testing.T) {
+	a := newHostAllocator(t, 64*g)
+	var first uintptr
+	for i := range 3 {
+		a.MarkIteration()
+		m, err := a.Get(3 * int64(g))
+		require.NoError(t, err)
+		if i == 0 {
+			first = m.Uintptr()
+		}
+		assert.Equal(t, first, m.Uintptr(), "iteration %d replays the first", i)
+		require.NoError(t, a.Free(m, 3*int64(g)))
+	}
+	require.NoError(t, a.Check())
+	require.NoError(t, a.Close())
+	a.MarkIteration()
+}

@@ -66,6 +66,13 @@ func (r *Recorder) Iteration(n int) {
 	r.events = append(r.events, trace.Event{Kind: trace.Iter, ID: int64(n)})
 }
 
+// MarkIteration passes the iteration hint on to the recorded allocator, when it takes one.
+func (r *Recorder) MarkIteration() {
+	if m, ok := r.next.(interface{ MarkIteration() }); ok {
+		m.MarkIteration()
+	}
+}
+
 // Trace returns a copy of what was recorded so far, named workload. Allocations still live stay
 // unfreed in it, as weights and optimizer state do in the recorded PyTorch traces.
 func (r *Recorder) Trace(workload string, header ...string) *trace.Trace {

@@ -71,6 +71,9 @@ func (t *Trainer) Step(ids [][]int) (StepResult, error) {
 	if it, ok := t.alloc.(interface{ Iteration(int) }); ok {
 		it.Iteration(t.steps)
 	}
+	if m, ok := t.alloc.(interface{ MarkIteration() }); ok {
+		m.MarkIteration() // gmlake: replay the placements of the last step of this shape
+	}
 	c, err := t.compiled(ids)
 	if err != nil {
 		return StepResult{}, err

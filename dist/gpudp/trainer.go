@@ -110,6 +110,7 @@ func (t *Trainer) Step(ids [][][]int) (StepStats, error) {
 	// Graphs are looked up (or built: models.Build shares the Weights) one rank after another; the
 	// ranks then run forward and backward concurrently, each goroutine driving its own Device.
 	for r, rk := range t.ranks {
+		rk.dev.MarkIteration()
 		sg, err := t.graph(rk, ids[r])
 		if err != nil {
 			return st, err

@@ -132,6 +132,7 @@ func (tr *Trainer) Step(ids []int) (float32, error) { return tr.StepGraph(tr.gra
 // StepGraph trains on one batch with g, a graph of another shape built from the same weights
 // (models.Build with the same Weights and LoRA), and returns the loss before the update.
 func (tr *Trainer) StepGraph(g *models.Graph, ids []int) (float32, error) {
+	tr.dev.MarkIteration()
 	m, err := tr.machine(g)
 	if err != nil {
 		return 0, err
