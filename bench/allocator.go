@@ -36,6 +36,13 @@ type CallCounter interface {
 	CallsByKind() map[string]uint64
 }
 
+// IterationMarker is implemented by allocators that take a hint where training iterations begin:
+// the replay calls MarkIteration at each of the trace's `i N` markers, before the iteration's first
+// request. The calls it makes to the driver, if any, count in the iteration that begins.
+type IterationMarker interface {
+	MarkIteration()
+}
+
 // Device is the memory a baseline allocator draws from: cudaMalloc/cudaFree on a GPU, SimDevice in
 // the simulation. Allocators count their own Device calls, so an implementation need not.
 type Device interface {

@@ -13,6 +13,7 @@ import (
 type GMLake struct {
 	eng      *stitch.Engine
 	capacity uint64 // as given to WithCapacity, for error messages; 0 if not known
+	unmarked bool   // MarkIteration does nothing
 }
 
 // NewGMLake builds the engine over d.
@@ -25,8 +26,8 @@ func NewGMLake(d stitch.Driver, opts ...stitch.Option) (*GMLake, error) {
 }
 
 // newSimGMLake is the engine over a simulated driver with capacity bytes of physical memory (the
-// simulator's default, 1 TiB, when 0).
-func newSimGMLake(capacity uint64) (Allocator, error) {
+// simulator's default, 1 TiB, when 0); marked says whether it is told where iterations begin.
+func newSimGMLake(capacity uint64, marked bool) (Allocator, error) {
 	var drvOpts []sim.Option
 	if capacity > 0 {
 		drvOpts = append(drvOpts, sim.WithCapacity(capacity))
@@ -35,12 +36,26 @@ func newSimGMLake(capacity uint64) (Allocator, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.capacity = capacity
+	g.capacity, g.unmarked = capacity, !marked
 	return g, nil
 }
 
 // Name implements Allocator.
-func (g *GMLake) Name() string { return "gmlake" }
+func (g *GMLake) Name() string {
+	if g.unmarked {
+		return "gmlake-unmarked"
+	}
+	return "gmlake"
+}
+
+// MarkIteration implements IterationMarker: it passes the mark on to the engine, when the engine
+// takes marks (stitch.Engine.MarkIteration; an engine without it, or an unmarked adapter, ignores
+// them).
+func (g *GMLake) MarkIteration() {
+	if m, ok := any(g.eng).(IterationMarker); ok && !g.unmarked {
+		m.MarkIteration()
+	}
+}
 
 // Alloc implements Allocator. A request larger than the capacity (stitch.ErrTooLarge) is reported as
 // out-of-memory too, which is what it is under the capacity being tested.

@@ -8,7 +8,7 @@ import (
 )
 
 func TestGMLakeAdapter(t *testing.T) {
-	a, err := newSimGMLake(64 * MiB)
+	a, err := newSimGMLake(64*MiB, true)
 	require.NoError(t, err)
 	g := a.(*GMLake)
 	p, err := g.Alloc(5*MiB, 0)
@@ -38,4 +38,49 @@ func TestGMLakeMinCapacityBetweenActiveAndReserved(t *testing.T) {
 	assert.GreaterOrEqual(t, *rep.MinCapacity, rep.PeakActive)
 	assert.LessOrEqual(t, *rep.MinCapacity, roundUp(rep.PeakReserved, 2*MiB))
 	assert.Zero(t, *rep.MinCapacity%(2*MiB))
+}
+
+// The replay marks each iteration before its first request, in the repeated trace too.
+func TestReplayMarksIterations(t *testing.T) {
+	p := build(t, "a 0 100 0", "i 0", "a 1 100 0", "f 1", "i 1", "a 2 100 0", "f 2")
+	m := &markingDirect{Direct: NewDirect(NewSimDevice())}
+	_, err := Replay(p, m, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{1, 3}, m.callsAtMark, "marks after the setup's call and after iteration 0's two")
+
+	rep, err := RepeatIterations(p.Trace, 2)
+	require.NoError(t, err)
+	rp, err := Prepare("repeated", rep.Trace)
+	require.NoError(t, err)
+	m = &markingDirect{Direct: NewDirect(NewSimDevice())}
+	_, err = Replay(rp, m, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{1, 3, 5, 7}, m.callsAtMark)
+}
+
+// markingDirect records the driver calls made before each mark.
+type markingDirect struct {
+	*Direct
+	callsAtMark []uint64
+}
+
+func (m *markingDirect) MarkIteration() { m.callsAtMark = append(m.callsAtMark, m.DriverCalls()) }
+
+func TestGMLakeMarkedAndUnmarked(t *testing.T) {
+	p := build(t, "i 0", "a 0 12582912 0", "f 0", "i 1", "a 1 12582912 0", "f 1")
+	for _, name := range []string{"gmlake", "gmlake-unmarked"} {
+		t.Run(name, func(t *testing.T) {
+			s := spec(t, name)
+			a, err := s.New(0)
+			require.NoError(t, err)
+			assert.Equal(t, name, a.Name())
+			_, ok := a.(IterationMarker)
+			assert.True(t, ok)
+			require.NoError(t, a.Close())
+			rep, err := Measure(p, s, MeasureOptions{Repeat: 2})
+			require.NoError(t, err)
+			assert.Equal(t, name, rep.Allocator)
+			assert.Equal(t, 12*MiB, rep.PeakActive)
+		})
+	}
 }

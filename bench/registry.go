@@ -24,7 +24,9 @@ func SimSpec(name string) (Spec, error) {
 	var newAlloc func(capacity uint64) (Allocator, error)
 	switch name {
 	case "gmlake":
-		newAlloc = newSimGMLake
+		newAlloc = func(capacity uint64) (Allocator, error) { return newSimGMLake(capacity, true) }
+	case "gmlake-unmarked": // gmlake not told where iterations begin, to see what the marks do
+		newAlloc = func(capacity uint64) (Allocator, error) { return newSimGMLake(capacity, false) }
 	case "gorgonia":
 		newAlloc = func(capacity uint64) (Allocator, error) {
 			if capacity == 0 {
@@ -41,7 +43,7 @@ func SimSpec(name string) (Spec, error) {
 			return NewDirect(NewSimDevice(WithDeviceCapacity(capacity))), nil
 		}
 	default:
-		return Spec{}, fmt.Errorf("%w %q (have %s)", ErrUnknown, name, strings.Join(AllocatorNames, ", "))
+		return Spec{}, fmt.Errorf("%w %q (have %s, gmlake-unmarked)", ErrUnknown, name, strings.Join(AllocatorNames, ", "))
 	}
 	return Spec{Name: name, New: newAlloc}, nil
 }

@@ -115,6 +115,7 @@ func replay(p *Prepared, a Allocator, series, kindsFrom int) (*Run, error) {
 	rp := &replayer{p: p, a: a, run: &Run{IterCalls: make(map[int]uint64)}, ptrs: make([]uintptr, p.slots), iter: -1,
 		kindsFrom: kindsFrom}
 	rp.counter, _ = a.(CallCounter)
+	rp.marker, _ = a.(IterationMarker)
 	if series > 0 {
 		rp.stride = max(1, len(p.ops)/series)
 		rp.run.Series = make([]Point, 0, series+1)
@@ -156,6 +157,7 @@ type replayer struct {
 
 	lastCalls   uint64            // a.DriverCalls() when the iteration in progress began
 	counter     CallCounter       // a, if it counts calls by kind
+	marker      IterationMarker   // a, if it takes iteration marks
 	kindsFrom   int               // first iteration of steady state for counting calls by kind
 	steadyStart map[string]uint64 // counter's figures when steady state began
 	steadyIters int               // steady iterations begun
@@ -190,6 +192,9 @@ func (rp *replayer) step(i int, o op) error {
 	case trace.Iter:
 		rp.closeIteration()
 		rp.iter = int(o.slot)
+		if rp.marker != nil {
+			rp.marker.MarkIteration()
+		}
 		if rp.iter >= rp.kindsFrom && rp.counter != nil {
 			if rp.steadyStart == nil {
 				rp.steadyStart = rp.counter.CallsByKind()
