@@ -13,7 +13,9 @@
 // Everything replayed implements Allocator. Baselines draw memory from a Device (SimDevice here,
 // cudaMalloc on a GPU) and count their own device calls:
 //
-//   - gmlake (GMLake): the stitching engine of package stitch over a stitch.Driver (driver/sim here);
+//   - gmlake (GMLake): the stitching engine of package stitch over a stitch.Driver (driver/sim here),
+//     told where iterations begin (IterationMarker: the replay marks each `i N` marker);
+//     gmlake-unmarked is the same engine without the marks;
 //   - gorgonia (FirstFit): the algorithm of Gorgonia's default GPU pool, a fixed arena with
 //     address-ordered first fit, reimplemented without its bugs;
 //   - caching (Caching): PyTorch's native caching allocator in its default mode;

@@ -16,7 +16,7 @@ import (
 )
 
 type replayCmd struct {
-	Allocators  []string      `default:"gmlake,gorgonia,caching,direct" sep:"," help:"Allocators to run (${default})."`
+	Allocators  []string      `default:"gmlake,gorgonia,caching,direct" sep:"," help:"Allocators to run (${default}; also gmlake-unmarked: gmlake not told where iterations begin)."`
 	MinCapacity bool          `help:"Bisect the smallest capacity that replays without out-of-memory."`
 	Step        bench.Bytes   `default:"2MiB" help:"Resolution of the capacity bisection."`
 	TimeLimit   time.Duration `default:"5m" help:"Longest one bisection may take; past it the bound found so far is reported."`
