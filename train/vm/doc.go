@@ -12,22 +12,22 @@
 //   - Offload(n) copies n's value to host memory and drops the device instance; Restore(n) copies it back
 //     into a fresh buffer before its next use.
 //
-// Buffers are reference counted per buffer, not per node, because aliases share one buffer. Every
-// value instance is released right after the last instruction that reads it, which the compiler finds
-// by a use analysis over the whole program; a buffer returns to the allocator when its last instance
-// is released. Values of the requested outputs stay live until the next RunAll, Reset or Close.
-//
-// The program is the forward part (ancestors of the forward roots, in topological order) followed by
-// the rest (the backward part, gradients). Two memory techniques rewrite it, per transformer block as
-// described by Blocks:
+// The program comes from package plan, which the GPU executor (gpu/graphexec) shares: the forward
+// part (ancestors of the forward roots, in topological order) followed by the rest (the backward
+// part, gradients), with steps whose results nobody reads pruned, every value instance
+// released right after the last step that reads it, and, per transformer block as described by
+// Blocks, the two memory techniques:
 //
 //   - Recompute: a block's forward values, except its input, are dropped after their last forward use;
 //     before the first backward instruction that needs any of them the block's forward is run again.
 //   - Offload: the block's forward values that backward needs (with Recompute: only the block input)
 //     are offloaded after the block's forward and restored before backward first needs them.
 //
-// Forward instructions whose results nobody reads are pruned. Both techniques only move or repeat
-// deterministic computations, so losses and gradients are bit-identical to the plain program's.
+// Both techniques only move or repeat deterministic computations, so losses and gradients are
+// bit-identical to the plain program's. Leaves are not in the program: the Machine reads them in
+// place. Buffers are reference counted per buffer, not per node, because aliases share one buffer:
+// a buffer returns to the allocator when its last instance is released. Values of the requested
+// outputs stay live until the next RunAll, Reset or Close.
 //
 // Scalars (shape ()) are small Go values and take no buffer. Leaves (inputs, parameters, constants)
 // belong to the caller and are never freed.

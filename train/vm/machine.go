@@ -7,6 +7,8 @@ import (
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gmlake/gmlake/train/plan"
 )
 
 // ErrClosed is returned by a Machine used after Close.
@@ -19,8 +21,8 @@ type Machine struct {
 	alloc Allocator
 	cfg   config
 	log   *slog.Logger
-	info  *graphInfo
-	prog  []instr
+	info  *plan.Graph
+	prog  []plan.Step
 
 	slots   []slot           // current value instance of each node
 	host    [][]byte         // offloaded copies, reused across runs
@@ -76,17 +78,16 @@ func New(g *gorgonia.ExprGraph, alloc Allocator, opts ...Option) (*Machine, erro
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
-	info, err := analyse(g, &m.cfg)
+	info, prog, err := compile(g, &m.cfg)
 	if err != nil {
 		return nil, err
 	}
-	m.info = info
-	m.prog = compile(info, &m.cfg)
-	m.slots = make([]slot, len(info.nodes))
-	m.host = make([][]byte, len(info.nodes))
-	m.parked = make([]gorgonia.Value, len(info.nodes))
+	m.info, m.prog = info, prog
+	m.slots = make([]slot, info.Len())
+	m.host = make([][]byte, info.Len())
+	m.parked = make([]gorgonia.Value, info.Len())
 	m.stats.ProgramLen = len(m.prog)
-	m.log.Debug("vm: compiled", "nodes", len(info.nodes), "steps", len(m.prog),
+	m.log.Debug("vm: compiled", "nodes", info.Len(), "steps", len(m.prog),
 		"recompute", m.cfg.recompute, "offload", m.cfg.offload)
 	return m, nil
 }
@@ -105,10 +106,10 @@ func (m *Machine) RunAll() error {
 	for p := range m.prog {
 		in := &m.prog[p]
 		if err := m.step(in); err != nil {
-			node := m.info.nodes[in.node]
-			return errors.Join(fmt.Errorf("vm: %s %v (step %d): %w", in.code, node, p, err), m.releaseAll())
+			node := m.info.Nodes[in.Node]
+			return errors.Join(fmt.Errorf("vm: %s %v (step %d): %w", in.Op, node, p, err), m.releaseAll())
 		}
-		for _, i := range in.release {
+		for _, i := range in.Release {
 			if err := m.release(i); err != nil {
 				return errors.Join(err, m.releaseAll())
 			}
@@ -121,11 +122,11 @@ func (m *Machine) RunAll() error {
 // Value returns the value of node n after RunAll: an output's value, or a leaf's. It is valid until
 // the next RunAll, Reset or Close.
 func (m *Machine) Value(n *gorgonia.Node) gorgonia.Value {
-	i, ok := m.info.index[n.ID()]
+	i, ok := m.info.Index[n.ID()]
 	if !ok {
 		return nil
 	}
-	if m.info.leaf[i] {
+	if m.info.Leaf[i] {
 		return n.Value()
 	}
 	return m.slots[i].val
@@ -180,10 +181,10 @@ func (m *Machine) Program() []string {
 	out := make([]string, len(m.prog))
 	for p, in := range m.prog {
 		tag := ""
-		if in.recompute {
+		if in.Recompute {
 			tag = " (recompute)"
 		}
-		out[p] = fmt.Sprintf("%s %v%s", in.code, m.info.nodes[in.node].Name(), tag)
+		out[p] = fmt.Sprintf("%s %v%s", in.Op, m.info.Nodes[in.Node].Name(), tag)
 	}
 	return out
 }
@@ -212,7 +213,7 @@ func (m *Machine) release(i int) error {
 	m.stats.Frees++
 	m.stats.LiveBytes -= s.buf.size
 	if err := m.alloc.Free(s.buf.mem, s.buf.size); err != nil {
-		return fmt.Errorf("vm: free %d bytes of %v: %w", s.buf.size, m.info.nodes[i], err)
+		return fmt.Errorf("vm: free %d bytes of %v: %w", s.buf.size, m.info.Nodes[i], err)
 	}
 	return nil
 }

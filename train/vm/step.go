@@ -6,46 +6,50 @@ import (
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gmlake/gmlake/train/plan"
 )
 
-func (m *Machine) step(in *instr) error {
-	switch in.code {
-	case opExec:
-		if in.recompute {
+func (m *Machine) step(in *plan.Step) error {
+	switch in.Op {
+	case plan.Exec:
+		if in.Recompute {
 			m.stats.Recomputed++
 		}
-		return m.exec(in)
-	case opOffload:
-		return m.offload(in.node)
-	default:
-		return m.restore(in.node)
+		return m.exec(in.Node)
+	case plan.Offload:
+		return m.offload(in.Node)
+	case plan.Restore:
+		return m.restore(in.Node)
 	}
+	return fmt.Errorf("step %v is not for this machine (program bug)", in.Op) // leaves are read in place
 }
 
 // input returns the current value of node i: the caller's for a leaf, the machine's otherwise.
 func (m *Machine) input(i int) (gorgonia.Value, error) {
-	if m.info.leaf[i] {
-		if v := m.info.nodes[i].Value(); v != nil {
+	if m.info.Leaf[i] {
+		if v := m.info.Nodes[i].Value(); v != nil {
 			return v, nil
 		}
-		return nil, fmt.Errorf("leaf %v has no value bound", m.info.nodes[i])
+		return nil, fmt.Errorf("leaf %v has no value bound", m.info.Nodes[i])
 	}
 	if v := m.slots[i].val; v != nil {
 		return v, nil
 	}
-	return nil, fmt.Errorf("input %v has no live value (program bug)", m.info.nodes[i])
+	return nil, fmt.Errorf("input %v has no live value (program bug)", m.info.Nodes[i])
 }
 
-func (m *Machine) exec(in *instr) error {
+// exec runs node i's op on its inputs.
+func (m *Machine) exec(i int) error {
 	m.scratch = m.scratch[:0]
-	for _, c := range in.inputs {
+	for _, c := range m.info.Inputs[i] {
 		v, err := m.input(c)
 		if err != nil {
 			return err
 		}
 		m.scratch = append(m.scratch, v)
 	}
-	node := m.info.nodes[in.node]
+	node := m.info.Nodes[i]
 	op := node.Op()
 	if pd, ok := op.(gorgonia.UsePreallocDoer); ok && !node.IsScalar() {
 		dst, buf, err := m.newBuffer(node.Dtype(), node.Shape())
@@ -55,12 +59,12 @@ func (m *Machine) exec(in *instr) error {
 		v, err := pd.UsePreallocDo(dst, m.scratch...)
 		if err == nil && sameStart(v, dst) {
 			m.stats.PreallocResults++
-			m.slots[in.node] = slot{val: v, buf: buf}
+			m.slots[i] = slot{val: v, buf: buf}
 			return nil
 		}
 		// Like the TapeMachine, fall back to Do when the prealloc path fails or ignores the buffer.
-		m.slots[in.node] = slot{val: dst, buf: buf}
-		if err := m.release(in.node); err != nil {
+		m.slots[i] = slot{val: dst, buf: buf}
+		if err := m.release(i); err != nil {
 			return err
 		}
 	}
@@ -68,26 +72,26 @@ func (m *Machine) exec(in *instr) error {
 	if err != nil {
 		return err
 	}
-	return m.adopt(in, v)
+	return m.adopt(i, v)
 }
 
 // adopt takes the result of op.Do: a scalar stays a Go value, a view into an input shares that
 // input's buffer, anything else is copied into a buffer of its own.
-func (m *Machine) adopt(in *instr, v gorgonia.Value) error {
+func (m *Machine) adopt(i int, v gorgonia.Value) error {
 	d, ok := v.(tensor.DenseTensor)
 	if !ok {
 		m.stats.ScalarResults++
-		m.slots[in.node] = slot{val: v}
+		m.slots[i] = slot{val: v}
 		return nil
 	}
-	for k, c := range in.inputs {
+	for k, c := range m.info.Inputs[i] {
 		if within(d, m.scratch[k]) {
 			s := m.slots[c] // zero for a leaf: the alias is the caller's memory
 			if s.buf != nil {
 				s.buf.refs++
 			}
 			m.stats.AliasedResults++
-			m.slots[in.node] = slot{val: v, buf: s.buf}
+			m.slots[i] = slot{val: v, buf: s.buf}
 			return nil
 		}
 	}
@@ -100,7 +104,7 @@ func (m *Machine) adopt(in *instr, v gorgonia.Value) error {
 	}
 	m.stats.CopiedResults++
 	m.stats.CopiedBytes += buf.size
-	m.slots[in.node] = slot{val: dst, buf: buf}
+	m.slots[i] = slot{val: dst, buf: buf}
 	return nil
 }
 
@@ -138,7 +142,7 @@ func (m *Machine) restore(i int) error {
 		m.slots[i] = slot{val: v}
 		return nil
 	}
-	node := m.info.nodes[i]
+	node := m.info.Nodes[i]
 	dst, buf, err := m.newBuffer(node.Dtype(), node.Shape())
 	if err != nil {
 		return err
