@@ -20,15 +20,15 @@
 // next Run or Close. Temporaries an op needs (row statistics, per-row losses, index vectors) come
 // from the same allocator and die within the op, as they would in an eager framework.
 //
-// The run is a compiled program of load, exec, offload and restore steps, the GPU twin of
-// train/vm's: with forward roots and the models' blocks (NewTrainer sets both), WithRecompute drops
-// each block's inner forward values after their last forward use and runs the block's forward
-// again right before backward first needs them; WithOffload copies each block's saved values to
-// pinned host memory (asynchronously, on the one stream) after the block's forward, frees them, and
-// restores them into fresh buffers before backward first reads them. Both only move or repeat
-// deterministic computations, so losses match the plain program's. Values are released per
-// instance, and a buffer (shared by a node and its reshapes) returns to the allocator with its
-// last value.
+// The run is a program of load, exec, offload and restore steps compiled by package train/plan,
+// which train/vm shares (this package adds only the device work of each step): with forward roots
+// and the models' blocks (NewTrainer sets both), WithRecompute drops each block's inner forward
+// values after their last forward use and runs the block's forward again right before backward
+// first needs them; WithOffload copies each block's saved values to pinned host memory
+// (asynchronously, on the one stream) after the block's forward, frees them, and restores them into
+// fresh buffers before backward first reads them. Both only move or repeat deterministic
+// computations, so losses match the plain program's. Values are released per instance, and a
+// buffer (shared by a node and its reshapes) returns to the allocator with its last value.
 //
 // # Build tags
 //

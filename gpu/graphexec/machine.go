@@ -12,6 +12,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/gmlake/gmlake/gpu"
+	"github.com/gmlake/gmlake/train/plan"
 )
 
 // ErrNotOutput is returned by Value for a node that is not a requested output of the last Run.
@@ -23,9 +24,9 @@ type Machine struct {
 	nodes  []*gorgonia.Node // topological order: every node after its inputs
 	index  map[int64]int
 	inputs [][]int // per node, the indices of its inputs in argument order
+	output []bool  // per node, a requested output
 	descs  []Desc  // per op node
-	prog   []instr
-	output map[int]bool
+	prog   []plan.Step
 	bound  map[int]*gpu.Tensor
 
 	vals   []*gpu.Tensor // current device value per node, nil when not live
@@ -64,17 +65,16 @@ func Compile(d *gpu.Device, g *gorgonia.ExprGraph, opts ...Option) (*Machine, er
 	for _, o := range opts {
 		o(&cfg)
 	}
-	sorted, index, pl, err := analyse(g, &cfg)
+	gr, prog, err := analyse(g, &cfg)
 	if err != nil {
 		return nil, err
 	}
-	m := &Machine{dev: d, nodes: sorted, index: index, output: map[int]bool{},
+	m := &Machine{dev: d, nodes: gr.Nodes, index: gr.Index, inputs: gr.Inputs, output: gr.Output, prog: prog,
 		bound: map[int]*gpu.Tensor{}, ints: map[int][]int{}, pinned: map[int]*gpu.PinnedBuffer{},
 		tables: map[string][2]*gpu.Tensor{}, posIDs: map[string]*gpu.Ids{}}
-	m.inputs = pl.inputs
-	m.descs = make([]Desc, len(sorted))
+	m.descs = make([]Desc, gr.Len())
 	var unsupported []error
-	for i, n := range sorted {
+	for i, n := range gr.Nodes {
 		if n.Op() == nil {
 			continue
 		}
@@ -85,12 +85,8 @@ func Compile(d *gpu.Device, g *gorgonia.ExprGraph, opts ...Option) (*Machine, er
 	if err := errors.Join(unsupported...); err != nil {
 		return nil, err
 	}
-	for _, o := range cfg.outputs {
-		m.output[m.index[o.ID()]] = true
-	}
-	m.prog = pl.compile(cfg.recompute, cfg.offload)
-	m.vals = make([]*gpu.Tensor, len(sorted))
-	m.bufs = make([]*buffer, len(sorted))
+	m.vals = make([]*gpu.Tensor, gr.Len())
+	m.bufs = make([]*buffer, gr.Len())
 	return m, nil
 }
 
@@ -120,10 +116,10 @@ func (m *Machine) Run() error {
 	for _, in := range m.prog {
 		if err := m.step(in); err != nil {
 			// A failed run (out of memory, typically) frees what it holds, so the caller can go on.
-			return errors.Join(fmt.Errorf("graphexec: %v %v: %w", in.code, m.nodes[in.node], err), m.release())
+			return errors.Join(fmt.Errorf("graphexec: %v %v: %w", in.Op, m.nodes[in.Node], err), m.release())
 		}
 		var errs []error
-		for _, r := range in.release {
+		for _, r := range in.Release {
 			errs = append(errs, m.drop(r))
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -133,18 +129,18 @@ func (m *Machine) Run() error {
 	return nil
 }
 
-func (m *Machine) step(in instr) error {
-	i, n := in.node, m.nodes[in.node]
-	switch in.code {
-	case opLoad:
+func (m *Machine) step(in plan.Step) error {
+	i, n := in.Node, m.nodes[in.Node]
+	switch in.Op {
+	case plan.Load:
 		return m.loadInput(i, n)
-	case opOffload:
+	case plan.Offload:
 		return m.offload(i)
-	case opRestore:
+	case plan.Restore:
 		return m.restore(i)
 	}
 	m.counts.Execs++
-	if in.recompute {
+	if in.Recompute {
 		m.counts.Recomputes++
 	}
 	desc := m.descs[i]

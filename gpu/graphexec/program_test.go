@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gmlake/gmlake/models"
+	"github.com/gmlake/gmlake/train/plan"
 )
 
 // TestProgramRewrites compiles a small GPT-2 graph with LoRA plain, with recomputation, with
@@ -34,36 +35,42 @@ func TestProgramRewrites(t *testing.T) {
 				WithBlocks(g.BlockOf, g.BlockInputs), WithRecompute(tc.recompute), WithOffload(tc.offload)} {
 				o(&c)
 			}
-			sorted, _, pl, err := analyse(g.G, &c)
+			gr, prog, err := analyse(g.G, &c)
 			require.NoError(t, err)
-			prog := pl.compile(c.recompute, c.offload)
-			bytes := func(i int) int64 { return int64(sorted[i].Shape().TotalSize()) * 4 }
+			bytes := func(i int) int64 { return int64(gr.Nodes[i].Shape().TotalSize()) * 4 }
 			isView := func(i int) bool {
-				d, err := Describe(sorted[i].Op())
+				d, err := Describe(gr.Nodes[i].Op())
 				return err == nil && d.Kind == KindReshape
 			}
-			peak := pl.peakLive(prog, bytes, isView)
-			require.Positive(t, peak, "a step reads a value that is not live")
+			peak, err := gr.Simulate(prog, bytes, isView)
+			require.NoError(t, err)
+			require.Positive(t, peak)
 			peaks[tc.name] = peak
 
-			count := map[opcode]int{}
+			count := map[plan.Op]int{}
 			recomputes := 0
-			kept := map[int]bool{}
+			first := map[int]plan.Op{} // node -> its first step
 			for _, in := range prog {
-				count[in.code]++
-				if in.recompute {
+				count[in.Op]++
+				if in.Recompute {
 					recomputes++
 				}
-				kept[in.node] = true
+				if _, ok := first[in.Node]; !ok {
+					first[in.Node] = in.Op
+				}
 			}
-			for i := range sorted {
-				if pl.output[i] {
-					assert.True(t, kept[i], "output %v is computed", sorted[i])
+			for i := range gr.Nodes {
+				op, kept := first[i]
+				if gr.Output[i] {
+					assert.True(t, kept, "output %v is computed", gr.Nodes[i])
+				}
+				if kept {
+					assert.Equal(t, gr.Leaf[i], op == plan.Load, "%v: inputs, and only inputs, are loaded", gr.Nodes[i])
 				}
 			}
 			assert.Equal(t, tc.recompute, recomputes > 0, "recompute steps")
-			assert.Equal(t, tc.offload, count[opOffload] > 0, "offload steps")
-			assert.Equal(t, count[opOffload], count[opRestore], "one restore per offload")
+			assert.Equal(t, tc.offload, count[plan.Offload] > 0, "offload steps")
+			assert.Equal(t, count[plan.Offload], count[plan.Restore], "one restore per offload")
 		})
 	}
 	t.Logf("peak live activation bytes: %v", peaks)
@@ -84,6 +91,6 @@ func TestCompileNeedsBlocks(t *testing.T) {
 	c := config{}
 	WithRecompute(true)(&c)
 	WithOutputs(g.Loss)(&c)
-	_, _, _, err = analyse(g.G, &c)
+	_, _, err = analyse(g.G, &c)
 	assert.ErrorIs(t, err, ErrUnsupported)
 }
