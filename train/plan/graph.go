@@ -9,12 +9,13 @@ import (
 )
 
 // ErrNotInGraph is wrapped by Analyse's error for an output or forward root that is not a node of
-// the graph. (A block input outside the graph is ignored: a shorter graph over the same blocks.)
+// the graph. A block input that is not in the graph is ignored.
 var ErrNotInGraph = errors.New("plan: node is not in the graph")
 
 // Spec names the nodes of a graph the analysis needs.
 type Spec struct {
-	// Outputs are the nodes whose values the caller reads after the run; they are never released.
+	// Outputs are the nodes whose values the caller reads after the run; their last instances are
+	// never released.
 	Outputs []*gorgonia.Node
 	// Forward are the roots of the forward pass (the loss). Without them every node is forward.
 	Forward []*gorgonia.Node
@@ -36,7 +37,7 @@ type Graph struct {
 	Leaf    []bool           // an input, parameter or constant, owned by the caller
 	Output  []bool           // kept after the run
 	Forward []bool           // an ancestor of a forward root (every node without roots)
-	Block   []int            // block index of a forward op node, -1 if none
+	Block   []int            // block index of a forward node that is no leaf, -1 if none
 	InputOf []int            // k if the node is block k's input, else -1
 }
 

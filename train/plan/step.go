@@ -31,7 +31,7 @@ type Step struct {
 	Op        Op
 	Node      int
 	Recompute bool  // an Exec repeating a forward computation in backward
-	Release   []int // nodes whose current instance dies right after this step
+	Release   []int // nodes whose current instance dies right after this step (an Offload's own included)
 }
 
 // produces says whether the step makes a new instance of its node's value.
