@@ -48,12 +48,11 @@ func (g *GMLake) Name() string {
 	return "gmlake"
 }
 
-// MarkIteration implements IterationMarker: it passes the mark on to the engine, when the engine
-// takes marks (stitch.Engine.MarkIteration; an engine without it, or an unmarked adapter, ignores
-// them).
+// MarkIteration implements IterationMarker: it passes the mark on to the engine
+// (stitch.Engine.MarkIteration), unless the adapter is the unmarked variant.
 func (g *GMLake) MarkIteration() {
-	if m, ok := any(g.eng).(IterationMarker); ok && !g.unmarked {
-		m.MarkIteration()
+	if !g.unmarked {
+		g.eng.MarkIteration()
 	}
 }
 

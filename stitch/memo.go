@@ -22,9 +22,10 @@ import (
 // an exact match takes the cached block at the memo's place rather than the lowest one (or, if
 // no cached block of the size lies there, the memo's place with what is cached there flushed).
 // The iteration leaves the memo at the first request whose size differs from the memo's entry for
-// its ordinal, and follows no other memo until the next mark: a new shape is placed by the usual
-// rules (following memos of other shapes for the requests whose sizes do not change with the
-// shape scattered them and made more views) and remembered in turn. So an iteration of
+// its ordinal (iterations of different shapes often begin alike, with requests whose sizes do not
+// depend on the shape), and follows instead the most recent memo that agrees with all its large
+// requests so far; when none does, it is a new shape, placed by the usual rules until the next
+// mark (following memos of other shapes piecemeal only scatters it) and remembered in turn. So an iteration of
 // a shape seen before replays the placements of the last one, stitched blocks included, and makes
 // no driver call; on the shared traces, every trace repeated four times in a row makes none in its
 // fourth repetition (TestMemoConverges).
@@ -82,25 +83,48 @@ func (e *Engine) recordPlace(b *block) {
 }
 
 // findMemo returns the place a remembered iteration gave the current request, if it had r bytes
-// there, the place still exists and no live block uses it: the followed memo's place, or, when
-// none is followed, the most recent memo's that fits, and that memo is followed from then on.
+// there, the place still exists and no live block uses it. The memo is the followed one; when none
+// is (at the start of an iteration, or after the followed one's script differed), the most recent
+// memo that agrees with every large request of this iteration so far and has one of r bytes here,
+// which is followed from then on. When no memo agrees, the iteration is a new shape and looks no
+// further until the next mark.
 func (e *Engine) findMemo(r uint64) (home, bool) {
 	if e.follow != nil {
-		h, ok := e.followed(r)
-		return h, ok && e.placeFree(h, r)
+		if h, ok := e.followed(r); ok {
+			return h, e.placeFree(h, r)
+		}
+		if e.follow != nil {
+			return home{}, false // the memo's request here was small, or made no request here
+		}
 	}
-	if e.leftMemo {
-		return home{}, false // a new shape: memos of other shapes would only scatter it
+	if e.leftMemo || len(e.memos) == 0 {
+		return home{}, false
 	}
 	for i := len(e.memos) - 1; i >= 0; i-- {
 		m := e.memos[i]
 		j, ok := slices.BinarySearchFunc(m, e.iterOrd, func(x memoEntry, ord uint64) int { return cmp.Compare(x.ord, ord) })
-		if ok && m[j].size == r && e.placeFree(m[j].at, r) {
+		if ok && m[j].size == r && e.agrees(m) {
 			e.follow, e.cursor = m, j
-			return m[j].at, true
+			return m[j].at, e.placeFree(m[j].at, r)
 		}
 	}
+	e.leftMemo = true
 	return home{}, false
+}
+
+// agrees reports whether memo m has every large request of the current iteration so far, at the
+// same ordinal with the same size.
+func (e *Engine) agrees(m memo) bool {
+	j := 0
+	for _, c := range e.memoCur {
+		for j < len(m) && m[j].ord < c.ord {
+			j++
+		}
+		if j == len(m) || m[j].ord != c.ord || m[j].size != c.size {
+			return false
+		}
+	}
+	return true
 }
 
 // placeFree reports whether place h of r bytes still exists and no live block uses it.
