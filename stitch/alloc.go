@@ -88,8 +88,8 @@ func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
 		e.recordPlace(b)
 	} else if r < e.cfg.smallThreshold {
 		b, out, err = e.allocSmall(r, s)
-	} else {
-		b, out, err = e.allocLarge(r, s)
+	} else if b, out, err = e.allocLarge(r, s); err == nil {
+		e.recordPlace(b)
 	}
 	if err != nil {
 		var oom *OutOfMemoryError
@@ -127,7 +127,6 @@ func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
 	b, out, err := e.placeLarge(r, s)
 	if err == nil {
 		e.rememberHome(b)
-		e.recordPlace(b)
 	}
 	return b, out, err
 }

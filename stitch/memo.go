@@ -39,10 +39,16 @@ type memoEntry struct {
 	ord  uint64 // its ordinal in the iteration: 1 for the first request after the mark
 	size uint64 // rounded size
 	at   home   // where it went
+	page bool   // a page the small pool took for the ord-th request, a small one
 }
 
 // memo is one remembered iteration, its entries in ordinal order.
 type memo []memoEntry
+
+// at returns the index of m's entry for ordinal ord.
+func (m memo) at(ord uint64) (int, bool) {
+	return slices.BinarySearchFunc(m, ord, func(x memoEntry, o uint64) int { return cmp.Compare(x.ord, o) })
+}
 
 // maxMemos bounds the iterations remembered: the distinct shapes a run cycles through.
 const maxMemos = 64
@@ -82,16 +88,49 @@ func (e *Engine) recordPlace(b *block) {
 	e.memoCur = append(e.memoCur, memoEntry{ord: e.iterOrd, size: b.size, at: b.place()})
 }
 
-// findMemo returns the place a remembered iteration gave the current request, if it had r bytes
-// there, the place still exists and no live block uses it. The memo is the followed one; when none
-// is (at the start of an iteration, or after the followed one's script differed), the most recent
-// memo that agrees with every large request of this iteration so far and has one of r bytes here,
-// which is followed from then on. When no memo agrees, the iteration is a new shape and looks no
-// further until the next mark.
+// recordPage remembers where page block pb, taken for the current (small) request, went.
+func (e *Engine) recordPage(pb *block) {
+	if !e.marked || len(e.memoCur) == maxMemoEntries {
+		return
+	}
+	e.memoCur = append(e.memoCur, memoEntry{ord: e.iterOrd, size: pb.size, at: pb.place(), page: true})
+}
+
+// findPageMemo returns the place the followed memo gave a page taken for the current request, if
+// it had one and the place is free. Pages follow the small pool's state, which differs from one
+// iteration to the next more than the large requests do: a page where the memo had none, or none
+// where it had one, does not make the iteration leave the memo.
+func (e *Engine) findPageMemo() (home, bool) {
+	m := e.follow
+	if m == nil {
+		return home{}, false
+	}
+	j, ok := m.at(e.iterOrd)
+	if !ok || !m[j].page || !e.placeFree(m[j].at, e.pageSize) {
+		return home{}, false
+	}
+	return m[j].at, true
+}
+
+// findMemo returns the place the memo this iteration follows gives the current request of r bytes
+// (memoPlace), if the place still exists and no live block uses it.
 func (e *Engine) findMemo(r uint64) (home, bool) {
+	h, ok := e.memoPlace(r)
+	if !ok {
+		return home{}, false
+	}
+	return h, e.placeFree(h, r)
+}
+
+// memoPlace returns the place the memo this iteration follows gave its request of r bytes at the
+// current ordinal. When no memo is followed (at the start of an iteration, or after the followed
+// one's script differed), it first chooses the most recent memo that agrees with every large
+// request of this iteration so far and has one of r bytes here, which is followed from then on;
+// when no memo agrees, the iteration is a new shape and looks for none until the next mark.
+func (e *Engine) memoPlace(r uint64) (home, bool) {
 	if e.follow != nil {
 		if h, ok := e.followed(r); ok {
-			return h, e.placeFree(h, r)
+			return h, true
 		}
 		if e.follow != nil {
 			return home{}, false // the memo's request here was small, or made no request here
@@ -102,10 +141,10 @@ func (e *Engine) findMemo(r uint64) (home, bool) {
 	}
 	for i := len(e.memos) - 1; i >= 0; i-- {
 		m := e.memos[i]
-		j, ok := slices.BinarySearchFunc(m, e.iterOrd, func(x memoEntry, ord uint64) int { return cmp.Compare(x.ord, ord) })
-		if ok && m[j].size == r && e.agrees(m) {
+		j, ok := m.at(e.iterOrd)
+		if ok && !m[j].page && m[j].size == r && e.agrees(m) {
 			e.follow, e.cursor = m, j
-			return m[j].at, e.placeFree(m[j].at, r)
+			return m[j].at, true
 		}
 	}
 	e.leftMemo = true
@@ -117,6 +156,9 @@ func (e *Engine) findMemo(r uint64) (home, bool) {
 func (e *Engine) agrees(m memo) bool {
 	j := 0
 	for _, c := range e.memoCur {
+		if c.page {
+			continue
+		}
 		for j < len(m) && m[j].ord < c.ord {
 			j++
 		}
@@ -140,10 +182,10 @@ func (e *Engine) placeFree(h home, r uint64) bool {
 // the followed memo gives the current request, else the lowest; nil when the memo's place holds
 // none of them.
 func (e *Engine) pick(l *freeList, r uint64) *block {
-	if e.follow == nil || r < e.cfg.smallThreshold {
+	if !e.marked || r < e.cfg.smallThreshold || e.follow == nil && e.leftMemo {
 		return l.head
 	}
-	want, ok := e.followed(r)
+	want, ok := e.memoPlace(r)
 	if !ok {
 		return l.head
 	}
@@ -162,7 +204,7 @@ func (e *Engine) followed(r uint64) (home, bool) {
 	for e.cursor < len(m) && m[e.cursor].ord < e.iterOrd {
 		e.cursor++
 	}
-	if e.cursor == len(m) || m[e.cursor].ord != e.iterOrd {
+	if e.cursor == len(m) || m[e.cursor].ord != e.iterOrd || m[e.cursor].page {
 		return home{}, false
 	}
 	if m[e.cursor].size != r {

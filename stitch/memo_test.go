@@ -171,3 +171,24 @@ func TestMemoConvergesOnTraces(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoConvergesOnGPUTrainTrace replays the allocation trace gpu-train recorded on an H200
+// (GPT-2-XL shapes, LoRA, no recomputation, four sequence lengths in random order, testdata) four
+// times in a row with marks: each step's shape recurs after different predecessors, and the fourth
+// repetition makes no driver call. Without marks every repetition makes hundreds.
+func TestMemoConvergesOnGPUTrainTrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	tr, err := trace.ReadFile(filepath.Join("testdata", "gpt2xl-lora-h200-gpu-train.trace.gz"))
+	require.NoError(t, err)
+	per := len(tr.Iterations())
+	res := replayMarked(t, cycled(tr, 4), 0, 0, true)
+	require.NoError(t, res.oom)
+	calls := res.callsPerIter
+	require.Len(t, calls, 4*per)
+	t.Logf("driver calls per iteration %v", calls)
+	for i := 3 * per; i < len(calls); i++ {
+		assert.Zero(t, calls[i], "iteration %d (repetition 4)", i)
+	}
+}

@@ -25,7 +25,9 @@ func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 	// one iteration to the next instead of landing in whatever gap between large blocks fits.
 	var pb *block
 	out := OutcomeSplit
-	if h, ok := e.findHome(e.pageSize); ok {
+	if h, ok := e.findPageMemo(); ok {
+		pb = e.takeHome(h, e.pageSize)
+	} else if h, ok := e.findHome(e.pageSize); ok {
 		pb = e.takeHome(h, e.pageSize)
 	} else if pb = e.carveLowest(e.pageSize); pb != nil {
 		e.rememberHome(pb)
@@ -36,6 +38,7 @@ func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 			return nil, 0, err
 		}
 	}
+	e.recordPage(pb)
 	e.nextPageID++
 	p := &page{id: e.nextPageID, blk: pb}
 	e.setLive(pb, true)

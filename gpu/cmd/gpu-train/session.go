@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -126,7 +127,16 @@ func (c *cli) measure(e *env, w *models.Weights, r *result, log io.Writer) (err 
 	ru := &run{c: c, w: w, pool: p, graphs: map[[2]int]*models.Graph{}, rng: rand.New(rand.NewPCG(3, 4)),
 		vocab: w.Config.Vocab, lora: &models.LoRA{Rank: 16, Alpha: 32, Targets: c.LoRA, Seed: 1}}
 	defer func() { err = errors.Join(err, ru.close()) }()
-	if ru.dev, err = gpu.New(gpu.WithAllocator(p)); err != nil {
+	var alloc gpu.Allocator = p
+	if c.Trace != "" {
+		rec := newRecorder(p)
+		alloc = rec
+		defer func() {
+			name := fmt.Sprintf("%s-%s", r.Model, r.Allocator)
+			err = errors.Join(err, rec.write(filepath.Join(c.Trace, name+".trace.gz"), name))
+		}()
+	}
+	if ru.dev, err = gpu.New(gpu.WithAllocator(alloc)); err != nil {
 		return err
 	}
 	g, err := ru.graph(c.Batch, c.Seqs[0])
