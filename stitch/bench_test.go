@@ -18,7 +18,13 @@ var periodicSizes = []uint64{256, 4 * KiB, 100 * KiB, 900 * KiB, 1 * MiB, 3 * Mi
 // BenchmarkExactPair measures one alloc+free pair in the steady state of a periodic pattern, beside
 // a bare Go map insert+delete of the same keys (the least any pointer-keyed allocator does).
 // Metrics: engine-ns/pair, map-ns/pair and their ratio (target ≤ 2), driver-calls/pair (target 0).
-func BenchmarkExactPair(b *testing.B) {
+func BenchmarkExactPair(b *testing.B) { benchExactPair(b, false) }
+
+// BenchmarkExactPairMarked is BenchmarkExactPair with an iteration mark before every period of
+// the pattern: the cost of memos on the exact path (the followed memo's place is checked).
+func BenchmarkExactPairMarked(b *testing.B) { benchExactPair(b, true) }
+
+func benchExactPair(b *testing.B, marked bool) {
 	d := sim.New()
 	e, err := stitch.New(d)
 	if err != nil {
@@ -41,6 +47,9 @@ func BenchmarkExactPair(b *testing.B) {
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
 		k := i % len(periodicSizes)
+		if marked && k == 0 {
+			e.MarkIteration()
+		}
 		p, err := e.Alloc(periodicSizes[k], 0)
 		if err != nil {
 			b.Fatal(err)

@@ -71,12 +71,18 @@ func (e *Engine) MarkIteration() {
 	if len(e.memoCur) == 0 {
 		return
 	}
-	// An iteration identical to a remembered one replaces it; the most recent is last.
-	e.memos = slices.DeleteFunc(e.memos, func(m memo) bool { return slices.Equal(m, e.memoCur) })
-	if len(e.memos) == maxMemos {
-		e.memos = slices.Delete(e.memos, 0, 1)
+	// The most recent memo is last; an iteration identical to a remembered one moves it there.
+	m := memo(nil)
+	if i := slices.IndexFunc(e.memos, func(m memo) bool { return slices.Equal(m, e.memoCur) }); i >= 0 {
+		m = e.memos[i]
+		e.memos = slices.Delete(e.memos, i, i+1)
+	} else {
+		m = slices.Clone(e.memoCur)
+		if len(e.memos) == maxMemos {
+			e.memos = slices.Delete(e.memos, 0, 1)
+		}
 	}
-	e.memos = append(e.memos, slices.Clone(e.memoCur))
+	e.memos = append(e.memos, m)
 	e.memoCur = e.memoCur[:0]
 }
 
