@@ -120,19 +120,28 @@
 // no cached block of its size first tries the places where blocks of its size lay before, so the
 // memory a size gave up in one iteration is where that size looks in the next, and the views made
 // in the first iterations keep fitting; misses that do repurpose memory flush only what their
-// window needs. The convergence is empirical, not proven. Iteration 2 of each shared trace
-// repeated twelve times (TestPeriodicTracesConverge): gpt2xl-full-ckpt, llama7b-lora-ckpt-off,
-// neox20b-lora-ckpt, opt1.3b-lora-ckpt and opt1.3b-lora-ckpt-off reach zero driver calls per
-// repetition after two to five repetitions; opt1.3b-full keeps 0-30 calls per repetition (one view
-// every few repetitions) and llama1b-full about 190 (several large sizes take turns over the same
-// memory at full pressure and their homes keep overlapping). An iteration that needs more memory
-// than any before it must, of course, ask the driver. When the script itself cycles through
-// iterations of different lengths (the reliability soak repeats iterations 3 to the last, 500
-// times), gpt2xl-full-ckpt, llama1b-full and opt1.3b-full do not settle: every repetition makes a
-// few new views (about 2900 to 4500 after 500 repetitions, 37,000 to 220,000 driver calls in all),
-// and their count is bounded only by the budget; the bounded search keeps each miss's cost flat
-// meanwhile. WithGrowthSlack trades a little memory for
-// fewer driver calls when shapes change from step to step.
+// window needs. Without iteration marks the convergence is empirical: iteration 2 of each shared
+// trace repeated twelve times (TestPeriodicTracesConverge) reaches zero driver calls on five of
+// seven traces; when iterations of different shapes alternate (dynamic padding), the layout of one
+// shape is disturbed by the others and views keep being made.
+//
+// # Iteration memos (memo.go)
+//
+// When the caller marks where iterations begin (MarkIteration: memory.Allocator, train, gpu/graphexec
+// and dist/gpudp do), the engine records, per iteration, where each large request went, by its
+// ordinal in the iteration and its size, and where the small pool's pages went. A later iteration
+// follows the most recent memo that agrees with all its large requests so far, chosen at its first
+// large request: its requests go to that memo's places (an exact match takes the cached block at the
+// memo's place, or the place itself with what is cached there flushed), so an iteration of a shape
+// seen before replays the last one's placements, views included, and calls no driver. A request
+// whose size differs from the memo's hands over to another agreeing memo; when none agrees, the
+// iteration is a new shape and is placed by the rules above, exactly as without marks. Measured:
+// every shared trace repeated four times makes zero driver calls in its fourth repetition
+// (TestMemoConvergesOnTraces), and so does a trace gpu-train recorded on an H200 with four lengths in
+// random order (TestMemoConvergesOnGPUTrainTrace; without marks it makes hundreds per repetition).
+// What memos cannot remove: an iteration that needs more memory than any before it, or a block
+// larger than any free window, must call the driver the first time its shape is seen.
+// WithGrowthSlack trades a little memory for fewer of those calls.
 //
 // # Invariants (Check verifies them all)
 //
