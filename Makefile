@@ -144,9 +144,11 @@ gpu-graph-build: cuda-headers
 # gpu-train-build puts the binary, the GPU tests, the demo's GPU build (finetune: runs on the GPU
 # when there is one) and the fixtures into $(GPU_DIR)/gpu2 (carry that
 # folder to a GPU machine); gpu-train-bench also runs it here, when this machine has the GPU, and
-# rewrites gpu/RESULTS.md. On a GPU machine without Go, from a copy holding $(GPU_DIR)/gpu2:
+# rewrites gpu/RESULTS.md (LoRA without recomputation: the largest batch under 40 GiB) and
+# gpu/RESULTS-offload.md (recomputation + offload: step time). On a GPU machine without Go, from a copy holding $(GPU_DIR)/gpu2:
 # `gpu/tools/gpu-train-results.sh .gpu/gpu2/gpu-train gpu/RESULTS.md $(GPU_TRAIN_FLAGS)`.
-GPU_TRAIN_FLAGS ?= --capacity 12GiB --bisect-limit 15s
+GPU_TRAIN_FLAGS ?= --capacity 40GiB --no-recompute --steps 24 --bisect-limit 60s
+GPU_TRAIN_OFFLOAD_FLAGS ?= --capacity 40GiB --offload --steps 24 --no-max-batch
 .PHONY: gpu-train-build gpu-train-bench
 gpu-train-build: cuda-headers
 	mkdir -p $(GPU_DIR)/gpu2/fixtures
@@ -158,6 +160,7 @@ gpu-train-build: cuda-headers
 
 gpu-train-bench: gpu-train-build
 	gpu/tools/gpu-train-results.sh $(GPU_DIR)/gpu2/gpu-train gpu/RESULTS.md $(GPU_TRAIN_FLAGS)
+	gpu/tools/gpu-train-results.sh $(GPU_DIR)/gpu2/gpu-train gpu/RESULTS-offload.md $(GPU_TRAIN_OFFLOAD_FLAGS)
 
 # ---- Data parallelism on several GPUs (dist/gpudp over dist/nccl, tag gmlakegpu): dist-gpu-check
 # vets and tests every dist package here (GPU tests skip); dist-gpu-build puts the test binaries and
