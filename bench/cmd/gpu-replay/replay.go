@@ -115,6 +115,9 @@ func replay(p *prepared, a bench.Allocator, clock *callClock, st *streams, track
 			cur = phaseOf(iter)
 			clock.now = cur
 			r.iters[cur]++
+			if m, ok := a.(bench.IterationMarker); ok {
+				m.MarkIteration() // as gmlake-bench does: gmlake replays a recurring shape's placements
+			}
 		}
 		if limit > 0 && i%256 == 255 && time.Since(begin) > limit {
 			r.wall[cur] += time.Since(start)
