@@ -22,14 +22,20 @@ type faultWorkload struct {
 	name string
 	cfg  Config
 	ops  []Op
+	// markAfterFault: the engine is told an iteration begins right after the request that met
+	// the fault (before its retry).
+	markAfterFault bool
 }
 
 func faultWorkloads(t *testing.T) []faultWorkload {
 	ws := []faultWorkload{
-		{"stitch-heavy", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(1)}}, StitchHeavy(simG)},
-		{"stitch-heavy/budget-2", Config{Capacity: 256 * simG, EngineOptions: []stitch.Option{stitch.WithStitchBudget(2, 0)}}, StitchHeavy(simG)},
+		{"stitch-heavy", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(1)}}, StitchHeavy(simG), false},
+		{"stitch-heavy/budget-2", Config{Capacity: 256 * simG, EngineOptions: []stitch.Option{stitch.WithStitchBudget(2, 0)}}, StitchHeavy(simG), false},
 		// Closed with live blocks, cached blocks, views and pending events: Close does all the work.
-		{"stitch-heavy/close-busy", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(3)}}, untilReset(StitchHeavy(simG))},
+		{"stitch-heavy/close-busy", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(3)}}, untilReset(StitchHeavy(simG)), false},
+		// MarkIteration: at arbitrary places, and in a run of recurring shapes whose memos are followed.
+		{"stitch-heavy/marked", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(1)}}, WithMarks(StitchHeavy(simG), 5), true},
+		{"shaped-iterations/marked", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(1)}}, ShapedIterations(simG), true},
 	}
 	if dir := tracetest.DirOrEmpty(); dir != "" {
 		// 150 events: weights and the first activations, all new chunks. 2000 (GMLAKE_LONG=1) reach
@@ -39,7 +45,7 @@ func faultWorkloads(t *testing.T) []faultWorkload {
 			n = envInt(t, "GMLAKE_FAULT_PREFIX", 2000)
 		}
 		tr := tracetest.Load(t, "opt1.3b-lora-ckpt.trace.gz")
-		ws = append(ws, faultWorkload{fmt.Sprintf("opt1.3b-lora-ckpt/prefix-%d", n), Config{}, TracePrefix(tr, n)})
+		ws = append(ws, faultWorkload{fmt.Sprintf("opt1.3b-lora-ckpt/prefix-%d", n), Config{}, TracePrefix(tr, n), false})
 	}
 	return ws
 }
@@ -144,6 +150,12 @@ func runWithFault(t *testing.T, w faultWorkload, kind stitch.CallKind, n int) st
 			}
 			if !verified(t, h, "%s #%d: op %d (%s) after its failure", kind, n, i, op) {
 				break
+			}
+			if w.markAfterFault {
+				require.NoError(t, h.Apply(Op{Kind: OpMark}))
+				if !verified(t, h, "%s #%d: op %d (%s): mark after its failure", kind, n, i, op) {
+					break
+				}
 			}
 			if op.Kind == OpReset {
 				op = Op{Kind: OpEmptyCache} // Reset freed every block before the failing call

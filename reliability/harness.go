@@ -24,6 +24,7 @@ const (
 	OpFree                     // Free the block remembered as ID
 	OpEmptyCache               // EmptyCache
 	OpReset                    // Reset: every live block is freed
+	OpMark                     // MarkIteration: a training iteration begins (a hint)
 )
 
 func (k OpKind) String() string {
@@ -36,6 +37,8 @@ func (k OpKind) String() string {
 		return "empty-cache"
 	case OpReset:
 		return "reset"
+	case OpMark:
+		return "mark"
 	}
 	return "unknown"
 }
@@ -127,6 +130,9 @@ func (h *Harness) Apply(op Op) error {
 		clear(h.live)
 		h.liveBytes = 0
 		return h.Engine.Reset()
+	case OpMark:
+		h.Engine.MarkIteration()
+		return nil
 	}
 	return fmt.Errorf("%w: op kind %d", ErrHarness, op.Kind)
 }

@@ -67,7 +67,7 @@ func TestReplayProgram(t *testing.T) {
 func replayProgram(t *testing.T, prog []byte) {
 	opts := programOptions()
 	i := 0
-	opts.OnOp = func(desc string, err error) {
+	opts.OnOp = func(desc string, err error, _ *Harness) {
 		t.Logf("%3d %s: %v", i, desc, err)
 		i++
 	}

@@ -16,8 +16,9 @@ type ProgramOptions struct {
 	// MultiFault lets a fault be armed while another is pending, so that one request can meet two
 	// (a failure and then the failure of its rollback). Off: at most one fault is pending at once.
 	MultiFault bool
-	// OnOp, if set, is called after each operation with its description and result.
-	OnOp func(desc string, err error)
+	// OnOp, if set, is called after each operation with its description, its result and the
+	// harness it ran on.
+	OnOp func(desc string, err error, h *Harness)
 }
 
 // programG is the granularity programs run at: CUDA's 2 MiB, so the default thresholds apply.
@@ -37,7 +38,11 @@ const RecordSize = 3
 // size class op/16 (small, medium, whole chunks, odd large, big, zero, beyond capacity); 6-9 free
 // the live block v%live; 10 EmptyCache; 11 Reset (when a < 16, else a free); 12 fail the
 // (1+b%3)-th next call of kind a%NumCallKinds; 13 a bad free (unaligned interior pointer, double free,
-// wrong size, size zero); 14 complete every event; 15 alloc on stream 1.
+// wrong size, size zero); 14 by op/16: 0-7 complete every event, 8-11 MarkIteration, 12-15
+// MarkIteration and replay the last iteration (the allocs and frees between the two marks before,
+// at most maxScript of them, with fresh IDs, each verified), so that iterations of one shape recur
+// and the engine's memos are followed (and left, when a fault or a reset intervened); 15 alloc on
+// stream 1.
 func RunProgram(prog []byte, opts ProgramOptions) (int, error) {
 	if len(prog) == 0 {
 		return 0, nil
@@ -63,11 +68,13 @@ func RunProgram(prog []byte, opts ProgramOptions) (int, error) {
 		if err == nil {
 			err = h.Verify()
 		}
+		ops += p.replayed
+		p.replayed = 0
 		if opts.OnOp != nil {
 			if f := h.Tracker.TakeFailures(); len(f) > 0 {
 				desc += fmt.Sprintf(" [driver failed: %s]", strings.Join(f, "; "))
 			}
-			opts.OnOp(desc, err)
+			opts.OnOp(desc, err, h)
 		}
 		if err != nil {
 			_ = h.Close()
@@ -93,7 +100,21 @@ type program struct {
 	faulted  bool    // a fault was injected: the driver's error is a valid refusal from now on
 	pending  stitch.CallKind
 	at       uint64 // the pending fault fires at this call of kind pending
+
+	script   []scriptOp // the allocs and frees since the last mark
+	last     []scriptOp // those of the iteration before (what a replay repeats)
+	replayed int        // operations a replay ran and verified in the current step
 }
+
+// scriptOp is an alloc (size > 0) or a free of an iteration, for replays.
+type scriptOp struct {
+	id     int64 // the block allocated or freed
+	size   uint64
+	stream stitch.Stream
+}
+
+// maxScript bounds the operations of an iteration a replay repeats.
+const maxScript = 64
 
 func (p *program) step(op, a, b byte) (string, error) {
 	v := uint64(a)<<8 | uint64(b)
@@ -130,9 +151,78 @@ func (p *program) step(op, a, b byte) (string, error) {
 		return fmt.Sprintf("fail %s #%d", kind, n), nil
 	case code == 13:
 		return p.badFree(a, v)
+	case op/16 >= 12:
+		return p.replay()
+	case op/16 >= 8:
+		return "mark", p.mark()
 	default:
 		p.h.Driver.CompleteEvents()
 		return "complete events", nil
+	}
+}
+
+// mark begins an iteration: the script of the one that ends becomes the one a replay repeats
+// (unless it was empty: two marks in a row).
+func (p *program) mark() error {
+	if len(p.script) > 0 {
+		p.last, p.script = p.script, nil
+	}
+	return p.h.Apply(Op{Kind: OpMark})
+}
+
+// replay marks an iteration and repeats the allocs and frees of the last one with fresh IDs,
+// verifying after each; a free of a block the last iteration did not allocate, or that is no
+// longer live (a reset came in between, or its allocation was refused), is left out.
+func (p *program) replay() (string, error) {
+	if err := p.mark(); err != nil {
+		return "mark and replay", err
+	}
+	script := p.last
+	desc := fmt.Sprintf("mark and replay %d ops", len(script))
+	fresh := map[int64]int64{}
+	for k, so := range script {
+		var sub string
+		var err error
+		if so.size > 0 {
+			sub, err = p.allocSize(so.size, so.stream)
+			if err == nil && p.lastAllocated() {
+				fresh[so.id] = p.nextID
+			}
+		} else if id, ok := fresh[so.id]; ok && p.liveIndex(id) >= 0 {
+			sub, err = p.freeID(p.liveIndex(id))
+		} else {
+			continue
+		}
+		if err == nil {
+			err = p.h.Verify()
+		}
+		if err != nil {
+			return desc, fmt.Errorf("replayed op %d (%s): %w", k, sub, err)
+		}
+		p.replayed++
+	}
+	return desc, nil
+}
+
+// lastAllocated reports whether the last alloc was served.
+func (p *program) lastAllocated() bool {
+	return len(p.ids) > 0 && p.ids[len(p.ids)-1] == p.nextID
+}
+
+// liveIndex is id's index in p.ids, or -1.
+func (p *program) liveIndex(id int64) int {
+	for i, x := range p.ids {
+		if x == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// record adds op to the script of the current iteration.
+func (p *program) record(op scriptOp) {
+	if len(p.script) < maxScript {
+		p.script = append(p.script, op)
 	}
 }
 
@@ -156,13 +246,17 @@ func (p *program) sizeOf(c byte, v uint64) uint64 {
 }
 
 func (p *program) alloc(class byte, v uint64, s stitch.Stream) (string, error) {
-	size := p.sizeOf(class, v)
+	return p.allocSize(p.sizeOf(class, v), s)
+}
+
+func (p *program) allocSize(size uint64, s stitch.Stream) (string, error) {
 	p.nextID++
 	op := Op{Kind: OpAlloc, ID: p.nextID, Size: size, Stream: s}
 	err := p.h.Apply(op)
 	switch {
 	case err == nil:
 		p.ids = append(p.ids, p.nextID)
+		p.record(scriptOp{id: p.nextID, size: size, stream: s})
 		return op.String(), nil
 	case size == 0:
 		return op.String(), p.want(err, stitch.ErrInvalidSize)
@@ -176,7 +270,11 @@ func (p *program) free(v uint64) (string, error) {
 	if len(p.ids) == 0 {
 		return "free (none live)", nil
 	}
-	i := int(v % uint64(len(p.ids)))
+	return p.freeID(int(v % uint64(len(p.ids))))
+}
+
+// freeID frees the live block p.ids[i].
+func (p *program) freeID(i int) (string, error) {
 	id := p.ids[i]
 	blk, _ := p.h.Live(id)
 	if err := p.h.Apply(Op{Kind: OpFree, ID: id}); err != nil {
@@ -188,6 +286,7 @@ func (p *program) free(v uint64) (string, error) {
 		p.freed = p.freed[1:]
 	}
 	p.freed = append(p.freed, blk)
+	p.record(scriptOp{id: id})
 	return fmt.Sprintf("free #%d", id), nil
 }
 

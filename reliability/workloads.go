@@ -89,3 +89,60 @@ func StitchHeavy(g uint64) []Op {
 	free(last)
 	return append(ops, Op{Kind: OpEmptyCache})
 }
+
+// ShapedIterations is a synthetic training run for granularity g, marked the way a training loop
+// marks it: resident weights, then iterations of two shapes (activations scaling with a length n
+// of 2 or 3, freed out of order so that later requests stitch; temporaries on a second stream) in
+// the order 2, 3, 2, 3, each after a MarkIteration; then EmptyCache and two more; then Reset and
+// one more (after a mark: an iteration whose memo's places were all released); EmptyCache last.
+// Iterations of a shape seen before follow the engine's memo of it, so faults land in the
+// iterations that make driver calls and the ones after replay around what the fault left.
+func ShapedIterations(g uint64) []Op {
+	var ops []Op
+	id := int64(0)
+	alloc := func(size uint64, s stitch.Stream) int64 {
+		id++
+		ops = append(ops, Op{Kind: OpAlloc, ID: id, Size: size, Stream: s})
+		return id
+	}
+	free := func(i int64) { ops = append(ops, Op{Kind: OpFree, ID: i}) }
+	mark := func() { ops = append(ops, Op{Kind: OpMark}) }
+	iteration := func(n uint64) {
+		mark()
+		var acts []int64
+		for i := range uint64(6) {
+			acts = append(acts, alloc((3+i%3)*n*g/2, 0))   // saved activations
+			free(alloc(2*n*g+4096, stitch.Stream(i%2))) // a temporary
+		}
+		logits := alloc(7*n*g, 0) // larger than any hole
+		for _, a := range acts {
+			free(a)
+			free(alloc(n*g+512, 0))
+		}
+		free(logits)
+	}
+	alloc(3*g+4096, 0) // weights
+	alloc(5*g, 0)
+	for _, n := range []uint64{2, 3, 2, 3} {
+		iteration(n)
+	}
+	ops = append(ops, Op{Kind: OpEmptyCache})
+	iteration(2)
+	iteration(3)
+	ops = append(ops, Op{Kind: OpReset})
+	iteration(2)
+	return append(ops, Op{Kind: OpEmptyCache})
+}
+
+// WithMarks is ops with a MarkIteration before the first, after every EmptyCache and Reset, and
+// every k operations (k > 0): marks at arbitrary places, with no recurring shape behind them.
+func WithMarks(ops []Op, k int) []Op {
+	out := []Op{{Kind: OpMark}}
+	for i, op := range ops {
+		out = append(out, op)
+		if op.Kind == OpEmptyCache || op.Kind == OpReset || (i+1)%k == 0 {
+			out = append(out, Op{Kind: OpMark})
+		}
+	}
+	return out
+}
