@@ -41,7 +41,8 @@ func randomRequest(rng *rand.Rand, g uint64) uint64 {
 }
 
 // TestConcurrentShadow: goroutines on three streams allocate and free at once on one engine over the
-// simulated driver while another runs Check and a third empties the cache. Every block's physical
+// simulated driver (each marking an iteration every 50 operations) while another runs Check and a
+// third empties the cache. Every block's physical
 // bytes (through whatever virtual range it got) are claimed in the shadow map right after Alloc and
 // released right before Free, so a byte handed to two live blocks at once fails the claim.
 func TestConcurrentShadow(t *testing.T) {
@@ -89,6 +90,9 @@ func TestConcurrentShadow(t *testing.T) {
 				return assert.NoError(t, e.Free(b.Ptr, b.Size), "worker %d", w)
 			}
 			for i := range opsEach {
+				if i%50 == 49 {
+					e.MarkIteration() // marks from every worker, at arbitrary places
+				}
 				if len(live) > 0 && (rng.IntN(2) == 0 || len(live) > 12) {
 					if !free(rng.IntN(len(live))) {
 						return
@@ -139,7 +143,8 @@ func TestConcurrentShadow(t *testing.T) {
 }
 
 // TestConcurrentHostPatterns: goroutines share one memory.Allocator over the host driver (real
-// memory, 64 KiB granularity, stitching from one granule up) and keep several blocks each. Each
+// memory, 64 KiB granularity, stitching from one granule up), keep several blocks each and mark an
+// iteration every 40 operations. Each
 // block is filled with its own pattern when it is handed out and must still hold it when it is
 // freed and whenever its owner looks at it: two virtual ranges reaching the same physical bytes
 // (a stitched block over a primitive one) would overwrite each other's patterns.
@@ -184,6 +189,9 @@ func TestConcurrentHostPatterns(t *testing.T) {
 				return assert.NoError(t, a.Free(blockMem{lb.b}, int64(lb.b.Size)))
 			}
 			for i := range opsEach {
+				if i%40 == 39 {
+					a.MarkIteration()
+				}
 				if len(live) > 0 && (rng.IntN(2) == 0 || len(live) > 6) {
 					if !free(rng.IntN(len(live))) {
 						return
