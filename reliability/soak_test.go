@@ -39,11 +39,34 @@ func TestSoak(t *testing.T) {
 	if raceEnabled && !long() {
 		names = raceSoakTraces(t, names)
 	}
+	modes := soakModes(t)
 	for _, path := range names {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			soak(t, tracetest.Load(t, filepath.Base(path)), iterations, 0)
+			tr := tracetest.Load(t, filepath.Base(path))
+			for _, marked := range modes {
+				t.Run(soakMode(marked), func(t *testing.T) { soak(t, tr, iterations, 0, marked) })
+			}
 		})
 	}
+}
+
+// soakModes are the modes TestSoak runs each trace in: GMLAKE_SOAK_MARKS=0 only unmarked, =1 only
+// marked (MarkIteration at every iteration marker), unset both, for comparison.
+func soakModes(t *testing.T) []bool {
+	switch envInt(t, "GMLAKE_SOAK_MARKS", -1) {
+	case 0:
+		return []bool{false}
+	case 1:
+		return []bool{true}
+	}
+	return []bool{false, true}
+}
+
+func soakMode(marked bool) string {
+	if marked {
+		return "marked"
+	}
+	return "unmarked"
 }
 
 // raceSoakTraces keeps the traces of the -race soak, those present of the three shortest.
@@ -69,11 +92,15 @@ func TestSoakTightBudget(t *testing.T) {
 	if long() {
 		iterations = envInt(t, "GMLAKE_SOAK_ITERS", 1000)
 	}
-	soak(t, tracetest.Load(t, "opt1.3b-lora-ckpt.trace.gz"), iterations, 16)
+	tr := tracetest.Load(t, "opt1.3b-lora-ckpt.trace.gz")
+	for _, marked := range soakModes(t) {
+		t.Run(soakMode(marked), func(t *testing.T) { soak(t, tr, iterations, 16, marked) })
+	}
 }
 
 // iterationRecord is what one iteration of a soak measured.
 type iterationRecord struct {
+	rep            int // repetition of the segment (-1: an iteration of the prefix)
 	calls          uint64
 	reserved       uint64
 	stitched       int
@@ -82,8 +109,10 @@ type iterationRecord struct {
 }
 
 // soak replays tr's soak with a budget of maxViews stitched blocks (0: the default, and then no
-// driver call is allowed after warm-up).
-func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int) {
+// driver call is allowed after warm-up). Marked: MarkIteration at every iteration marker, as a
+// training loop calls it (the engine's memos replay the placements of an iteration of the same
+// shape); else the engine is never told where iterations begin.
+func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int, marked bool) {
 	s, err := NewSoak(tr, soakFrom, iterations)
 	require.NoError(t, err)
 	require.NoError(t, s.Trace.Validate())
@@ -104,7 +133,7 @@ func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int) {
 	endIteration := func() {
 		st := h.Engine.Stats()
 		rep := (markers - s.PrefixIters - 1) / s.SegmentIters // repetition of the iteration that ends
-		recs = append(recs, iterationRecord{calls: h.Driver.TotalCalls() - mark, reserved: st.ReservedBytes,
+		recs = append(recs, iterationRecord{rep: rep, calls: h.Driver.TotalCalls() - mark, reserved: st.ReservedBytes,
 			stitched: st.StitchedBlocks, virtual: st.VirtualBytes - arena,
 			warmup: rep >= 0 && rep < soakWarmupReps, steady: rep >= soakWarmupReps})
 		mark = h.Driver.TotalCalls()
@@ -131,6 +160,9 @@ func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int) {
 				endIteration()
 			}
 			markers++
+			if marked {
+				err = h.Apply(Op{Kind: OpMark})
+			}
 		}
 		if err != nil {
 			tally.violations.Add(1)
@@ -140,9 +172,13 @@ func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int) {
 	endIteration()
 	elapsed := time.Since(start)
 	tally.shadowed.Add(shadowed)
+	end := h.Engine.Stats()
+	totalCalls := h.Driver.TotalCalls()
 	require.NoError(t, h.Close())
+	leaked := "none"
 	if err := h.Leaks(); err != nil {
 		tally.leaks.Add(1)
+		leaked = err.Error()
 		t.Error(err)
 	}
 
@@ -184,9 +220,24 @@ func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int) {
 	if maxViews == 0 && steadyCalls > 0 {
 		policyIssue(t, bugSoakDriverCalls, "%d driver calls in %d steady-state iterations", steadyCalls, steadyIters)
 	}
-	line := fmt.Sprintf("soak: %s budget=%d iterations=%d (prefix %d + %d×%d) events=%d time=%s steady-iterations=%d steady-driver-calls=%d last-call-iteration=%d reserved-after-warmup=%d reserved-steady=[%d,%d] last-reserved-change=%d max-stitched=%d",
-		tr.Name, budget, len(recs), s.PrefixIters, s.Repetitions, s.SegmentIters, len(s.Trace.Events), elapsed.Round(time.Millisecond),
-		steadyIters, steadyCalls, lastCall, flat, minRes, maxRes, lastGrowth, maxStitched)
+	repCalls := make([]uint64, s.Repetitions) // driver calls of each repetition
+	for _, r := range recs {
+		if r.rep >= 0 {
+			repCalls[r.rep] += r.calls
+		}
+	}
+	settled := len(repCalls) // repetitions up to the last one that made a driver call
+	for settled > 0 && repCalls[settled-1] == 0 {
+		settled--
+	}
+	settledAfter := fmt.Sprint(settled)
+	if settled == len(repCalls) {
+		settledAfter = "never"
+	}
+	line := fmt.Sprintf("soak: %s mode=%s budget=%d iterations=%d (prefix %d + %d×%d) events=%d time=%s settled-after-rep=%s last-rep-calls=%d total-driver-calls=%d steady-iterations=%d steady-driver-calls=%d last-call-iteration=%d reserved-after-warmup=%d reserved-steady=[%d,%d] reserved-end=%d peak-reserved=%d last-reserved-change=%d max-stitched=%d stitched-end=%d leaks=%s",
+		tr.Name, soakMode(marked), budget, len(recs), s.PrefixIters, s.Repetitions, s.SegmentIters, len(s.Trace.Events), elapsed.Round(time.Millisecond),
+		settledAfter, repCalls[len(repCalls)-1], totalCalls, steadyIters, steadyCalls, lastCall, flat, minRes, maxRes, end.ReservedBytes, end.PeakReservedBytes,
+		lastGrowth, maxStitched, end.StitchedBlocks, leaked)
 	t.Log(line)
 	fmt.Println(line)
 }
