@@ -4,28 +4,42 @@
 //
 // # Seeing physical bytes
 //
-// A stitched block reaches its physical bytes through a virtual range of its own, so two live blocks
-// can share a byte while their addresses differ. Tracker wraps any stitch.Driver and records every
-// reserved range and every mapping that succeeded; Resolve turns a block's address range into the
-// physical ranges (handle, offset, length) behind it. Shadow holds the physical ranges of every live
-// block: Claim fails with ErrOverlap when a new block touches a byte another live block holds, which
-// is exactly the allocator's first promise ("no byte is handed out twice"). Claim after Alloc and
-// Release before Free keep the shadow a subset of the engine's live set even when many goroutines
-// allocate at once.
+// A stitched block reaches its physical bytes through a virtual range of its own, so two live
+// blocks can share a byte while their addresses differ. Tracker wraps any stitch.Driver and records
+// every reserved range and every mapping that succeeded; Resolve turns a block's address range into
+// the physical ranges (handle, offset, length) behind it. Shadow holds the physical ranges of every
+// live block: Claim fails with ErrOverlap when a new block touches a byte another live block holds,
+// which is exactly the allocator's first promise ("no byte is handed out twice"). Claim after Alloc
+// and Release before Free keep the shadow a subset of the engine's live set even when many
+// goroutines allocate at once.
 //
 // # Driving an engine
 //
-// Harness owns an engine over the simulated driver (with a Tracker in between) and applies operations
-// (Op: alloc, free, empty cache, reset) by ID. After every operation Verify runs the engine's own
-// Check and cross-checks its accounting against the driver's: reserved and virtual bytes in Stats
-// must equal what the driver holds, live bytes and blocks must equal what the harness holds. The
-// driver is the ground truth, so a chunk, range or mapping the engine forgot shows up at the very
-// operation that lost it, and Close must leave the driver holding nothing at all (Leaks).
+// Harness owns an engine over the simulated driver (with a Tracker in between) and applies
+// operations (Op: alloc, free, empty cache, reset, mark: the engine's MarkIteration hint) by ID.
+// After every operation Verify runs the engine's own Check and cross-checks its accounting against
+// the driver's: reserved and virtual bytes in Stats must equal what the driver holds, live bytes
+// and blocks must equal what the harness holds. The driver is the ground truth, so a chunk, range
+// or mapping the engine forgot shows up at the very operation that lost it, and Close must leave
+// the driver holding nothing at all (Leaks).
 //
 // Program decodes a byte string into operations (sizes drawn to hit the small pool, splits,
 // stitches, new chunks and out of memory; frees; bad frees; streams and events; injected driver
-// faults) and runs them on a Harness: the fuzz target and the seeded simulation share it, so a
-// failing seed and a failing fuzz input replay the same way.
+// faults; iteration marks, and marks that replay the last iteration's allocs and frees so that
+// shapes recur and the engine's iteration memos are followed, left and outlived by their places)
+// and runs them on a Harness: the fuzz target and the seeded simulation share it, so a failing seed
+// and a failing fuzz input replay the same way.
+//
+// # Iteration marks
+//
+// MarkIteration is a hint: it may change where a block goes, never whether a request is served or
+// whether the engine is consistent. So marks are interleaved everywhere the suites drive an engine:
+// in programs (at random, right after a fault, a Reset or an EmptyCache), in the fault sweep
+// (marked workloads, and a mark right after the request that met the fault), from several
+// goroutines at once (TestConcurrentMarkedIterations), and in the soak, which runs every trace
+// unmarked and marked (a mark at each iteration marker) and reports for each the repetition after
+// which driver calls stay at zero (settled-after-rep), views and reserved bytes at the end, and
+// total driver calls.
 //
 // NewSoak builds long periodic traces from the shared training traces: the prefix up to an
 // iteration marker once, then the iterations after it repeated with fresh IDs.
@@ -33,16 +47,21 @@
 // # The suites (the package's tests)
 //
 //   - faults_test.go: for every driver call kind and every position N over a workload (a synthetic
-//     stitch-heavy one in three variants, and a prefix of a real trace), the N-th call fails; every
-//     operation after the fault is verified, the failed request is retried and must succeed, and
-//     Close (twice if the first reports the fault) must leave the driver holding nothing. A failed
-//     stitch must roll back whole (TestStitchFailureRollsBackWhole).
+//     stitch-heavy one in four variants, one marked; marked iterations of two shapes; and a prefix
+//     of a real trace), the N-th call fails; every operation after the fault is verified, the
+//     failed request is retried and must succeed, and Close (twice if the first reports the fault)
+//     must leave the driver holding nothing. A failed stitch must roll back whole
+//     (TestStitchFailureRollsBackWhole).
 //   - concurrency_test.go: goroutines on three streams with the shadow map, Check and EmptyCache
-//     running beside them; and memory.Allocator over the host driver with a byte pattern per block.
-//   - soak_test.go: every trace repeated (NewSoak): reserved bytes flat and no driver call after
-//     warm-up, stitched blocks within the budget, shadow map throughout, no leak at Close.
-//   - fuzz_test.go: FuzzProgram and TestSimulation over RunProgram; minimize_test.go shrinks a
-//     failing seed and replays a program given in hex.
+//     running beside them; and memory.Allocator over the host driver with a byte pattern per block
+//     (both marking iterations now and then). marks_test.go: goroutines repeating iterations of two
+//     shapes, each marking its own.
+//   - soak_test.go: every trace repeated (NewSoak), unmarked and marked (GMLAKE_SOAK_MARKS=0 or 1
+//     for one mode only): reserved bytes flat and no driver call after warm-up, stitched blocks
+//     within the budget, shadow map throughout, no leak at Close.
+//   - fuzz_test.go: FuzzProgram and TestSimulation over RunProgram (TestProgramReplaysConverge: a
+//     replayed shape makes no driver call); minimize_test.go shrinks a failing seed and replays a
+//     program given in hex.
 //   - badinput_test.go: each misuse of the core issue on every kind of block, and the memory/ gaps.
 //   - bugs_test.go: the engine bugs this suite found, one test each. A known bug or policy issue
 //     still present is logged and counted (the summary's known-engine-issues) and skips its test;
@@ -52,6 +71,6 @@
 // TestMain prints one summary line: faults met, operations verified, operations checked by the
 // shadow map only, leaks, violations, known engine issues. Environment: GMLAKE_LONG=1 (long
 // versions), GMLAKE_STRICT=1, GMLAKE_TRACES (default ../../shared/traces), GMLAKE_SEED,
-// GMLAKE_SIM_DURATION, GMLAKE_MINIMIZE, GMLAKE_PROGRAM, GMLAKE_SOAK_ITERS, GMLAKE_FAULT_PREFIX,
-// GMLAKE_CONCURRENCY_OPS.
+// GMLAKE_SIM_DURATION, GMLAKE_MINIMIZE, GMLAKE_PROGRAM, GMLAKE_SOAK_ITERS, GMLAKE_SOAK_MARKS,
+// GMLAKE_FAULT_PREFIX, GMLAKE_CONCURRENCY_OPS.
 package reliability

@@ -111,8 +111,8 @@ func ShapedIterations(g uint64) []Op {
 		mark()
 		var acts []int64
 		for i := range uint64(6) {
-			acts = append(acts, alloc((3+i%3)*n*g/2, 0))   // saved activations
-			free(alloc(2*n*g+4096, stitch.Stream(i%2))) // a temporary
+			acts = append(acts, alloc((3+i%3)*n*g/2, 0)) // saved activations
+			free(alloc(2*n*g+4096, stitch.Stream(i%2)))  // a temporary
 		}
 		logits := alloc(7*n*g, 0) // larger than any hole
 		for _, a := range acts {
