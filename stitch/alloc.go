@@ -216,10 +216,11 @@ func (e *Engine) placeLarge(r uint64, s Stream) (*block, Outcome, error) {
 				"live", e.live, "reserved", e.reserved)
 		}
 		n := (r - reach + e.g - 1) / e.g
-		if extra := uint64(float64(e.reserved)*e.cfg.growthSlack) / e.g; extra > 0 && e.reserved+e.orphanBytes+(n+extra)*e.g <= e.capacity {
-			n += extra // headroom, never past the capacity
-		}
+		n += e.growthExtra(n)
 		err := e.grow(n)
+		if err == nil {
+			e.grownIter += n * e.g
+		}
 		if err != nil {
 			if errors.Is(err, ErrOutOfMemory) && !synced && e.multiStream && (e.largeAge.n > 0 || e.smallAge.n > 0) {
 				// Blocks freed on other streams wait for their events: wait for the device once.

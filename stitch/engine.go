@@ -26,6 +26,7 @@ type Engine struct {
 	holes        int // slots below len(slots) holding no chunk
 	allocs       map[PhysHandle]*physAlloc
 	reserved     uint64 // bytes of present chunks
+	grownIter    uint64 // bytes created since the last MarkIteration (growthExtra)
 	peakReserved uint64
 	orphans      []orphan
 	orphanBytes  uint64 // physical bytes the driver holds that the engine could not give back
@@ -87,6 +88,7 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 		smallThreshold: DefaultSmallThreshold,
 		minStitch:      DefaultMinStitch,
 		maxViews:       DefaultMaxViews,
+		growthSlack:    DefaultGrowthSlack,
 		logger:         slog.New(slog.DiscardHandler),
 	}
 	for _, o := range opts {

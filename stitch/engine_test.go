@@ -131,13 +131,30 @@ func TestGrowthSlack(t *testing.T) {
 	h := newHarness(t, []sim.Option{sim.WithCapacity(1024 * MiB)}, stitch.WithGrowthSlack(0.25))
 	_, err := h.alloc(400*MiB, 0)
 	require.NoError(t, err)
+	assert.Equal(t, uint64(400*MiB), h.e.Stats().ReservedBytes, "the first growth creates no headroom")
 	_, err = h.alloc(400*MiB, 0)
 	require.NoError(t, err)
 	h.check("after two growths")
 	assert.Equal(t, uint64(900*MiB), h.e.Stats().ReservedBytes, "400 MiB, then 400 MiB + 25% of 400 MiB")
 	_, err = h.alloc(200*MiB, 0)
 	require.NoError(t, err, "the slack stops at the capacity, it never causes an out-of-memory")
-	assert.Equal(t, uint64(1000*MiB), h.e.Stats().ReservedBytes, "100 MiB of slack served 100 of the 200 MiB")
+	assert.Equal(t, uint64(1024*MiB), h.e.Stats().ReservedBytes, "100 MiB of headroom served half of 200 MiB; the rest and 24 MiB more fill the capacity")
+	h.closeAndCheckLeaks()
+}
+
+func TestGrowthSlackFollowsTheIteration(t *testing.T) {
+	h := newHarness(t, nil, stitch.WithGrowthSlack(0.5))
+	h.e.MarkIteration()
+	_, err := h.alloc(100*MiB, 0)
+	require.NoError(t, err)
+	_, err = h.alloc(20*MiB, 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(170*MiB), h.e.Stats().ReservedBytes, "the iteration has grown 100 MiB: at most half of what is reserved as headroom")
+	h.e.MarkIteration()
+	_, err = h.alloc(80*MiB, 0) // 50 MiB of headroom is loose: 30 MiB more, and no headroom, as this iteration has grown nothing yet
+	require.NoError(t, err)
+	assert.Equal(t, uint64(200*MiB), h.e.Stats().ReservedBytes)
+	h.check("after growths in two iterations")
 	h.closeAndCheckLeaks()
 }
 

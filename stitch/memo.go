@@ -67,6 +67,7 @@ func (e *Engine) MarkIteration() {
 	}
 	e.marked = true
 	e.iterOrd = 0
+	e.grownIter = 0
 	e.follow, e.cursor, e.leftMemo = nil, 0, false
 	if len(e.memoCur) == 0 {
 		return
