@@ -52,9 +52,10 @@ type result struct {
 	StepMsMin     float64
 	PeakLive      uint64 // requested bytes live at the peak (weights included)
 	PeakReserved  uint64
-	Fragmentation float64 // 1 - PeakLive/PeakReserved
-	WarmupCalls   uint64  // memory driver calls before the steady state (setup included)
-	CallsPerStep  float64 // memory driver calls per steady-state step
+	Fragmentation float64  // 1 - PeakLive/PeakReserved
+	WarmupCalls   uint64   // memory driver calls before the steady state (setup included)
+	CallsPerStep  float64  // memory driver calls per steady-state step
+	StepCalls     []uint64 // memory driver calls of each step, warm-up included
 	// CallsByKind: gmlake's driver calls by kind and requests by outcome, per steady-state step.
 	CallsByKind map[string]float64 `json:",omitempty"`
 	Recomputes  int                // recompute steps in the last step's program
@@ -199,11 +200,12 @@ func (ru *run) timed(r *result, log io.Writer) error {
 				kindsAtSteady = byKind.CallsByKind()
 			}
 		}
-		start := time.Now()
+		start, callsBefore := time.Now(), ru.pool.DriverCalls()
 		loss, err := ru.step(c.Batch, seq)
 		if err != nil {
 			return fmt.Errorf("step %d (batch %d, seq %d): %w", s, c.Batch, seq, err)
 		}
+		r.StepCalls = append(r.StepCalls, ru.pool.DriverCalls()-callsBefore)
 		ms := float64(time.Since(start).Microseconds()) / 1000
 		switch {
 		case s == 0:
