@@ -132,7 +132,10 @@ func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int, marked bool) 
 	markers := 0
 	endIteration := func() {
 		st := h.Engine.Stats()
-		rep := (markers - s.PrefixIters - 1) / s.SegmentIters // repetition of the iteration that ends
+		rep := -1 // repetition of the iteration that ends (-1: the prefix)
+		if markers > s.PrefixIters {
+			rep = (markers - s.PrefixIters - 1) / s.SegmentIters
+		}
 		recs = append(recs, iterationRecord{rep: rep, calls: h.Driver.TotalCalls() - mark, reserved: st.ReservedBytes,
 			stitched: st.StitchedBlocks, virtual: st.VirtualBytes - arena,
 			warmup: rep >= 0 && rep < soakWarmupReps, steady: rep >= soakWarmupReps})
