@@ -39,7 +39,8 @@
 // goroutines at once (TestConcurrentMarkedIterations), and in the soak, which runs every trace
 // unmarked and marked (a mark at each iteration marker) and reports for each the repetition after
 // which driver calls stay at zero (settled-after-rep), views and reserved bytes at the end, and
-// total driver calls.
+// total driver calls; TestSoakMarksNeedNoMoreMemory runs the marked soak with the capacity set to
+// the unmarked run's peak, where it must serve every request.
 //
 // NewSoak builds long periodic traces from the shared training traces: the prefix up to an
 // iteration marker once, then the iterations after it repeated with fresh IDs.

@@ -244,3 +244,75 @@ func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int, marked bool) 
 	t.Log(line)
 	fmt.Println(line)
 }
+
+// TestSoakMarksNeedNoMoreMemory: MarkIteration is a hint that may move blocks but must not cost a
+// request its memory. Each trace's soak (the three shortest; every trace with GMLAKE_LONG=1) runs
+// unmarked without a limit, then marked with the physical capacity set to the unmarked run's peak
+// reserved bytes: the marked run must serve every request, and end consistent and leak-free.
+func TestSoakMarksNeedNoMoreMemory(t *testing.T) {
+	iterations := envInt(t, "GMLAKE_SOAK_ITERS", 20)
+	if long() {
+		iterations = envInt(t, "GMLAKE_SOAK_ITERS", 200)
+	}
+	names, err := filepath.Glob(filepath.Join(tracetest.Dir(t), "*.trace.gz"))
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	if !long() {
+		names = raceSoakTraces(t, names)
+	}
+	for _, path := range names {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			s, err := NewSoak(tracetest.Load(t, filepath.Base(path)), soakFrom, iterations)
+			require.NoError(t, err)
+			peak, err := replaySoak(s, Config{}, false)
+			require.NoError(t, err, "unmarked, no capacity limit")
+			marked, err := replaySoak(s, Config{Capacity: peak}, true)
+			if err != nil {
+				tally.violations.Add(1)
+			}
+			require.NoError(t, err, "marked, at the unmarked peak of %d bytes", peak)
+			t.Logf("peak reserved: unmarked %d, marked at that capacity %d", peak, marked)
+		})
+	}
+}
+
+// replaySoak runs s on a fresh harness of cfg, marking iterations when marked, and returns the
+// peak reserved bytes; the first refused request, a failed verification at the end or a leak is
+// the error.
+func replaySoak(s *Soak, cfg Config, marked bool) (uint64, error) {
+	h, err := NewHarness(cfg)
+	if err != nil {
+		return 0, err
+	}
+	var shadowed uint64
+	defer func() { tally.shadowed.Add(shadowed) }()
+	for i, ev := range s.Trace.Events {
+		var err error
+		switch ev.Kind {
+		case trace.Alloc:
+			err = h.Apply(Op{Kind: OpAlloc, ID: ev.ID, Size: ev.Size, Stream: stitch.Stream(ev.Stream)})
+			shadowed++
+		case trace.Free:
+			err = h.Apply(Op{Kind: OpFree, ID: ev.ID})
+			shadowed++
+		case trace.Iter:
+			if marked {
+				err = h.Apply(Op{Kind: OpMark})
+			}
+		}
+		if err != nil {
+			_ = h.Close()
+			return 0, fmt.Errorf("event %d (%v %d bytes): %w", i, ev.Kind, ev.Size, err)
+		}
+	}
+	tally.ops.Add(1)
+	if err := h.Verify(); err != nil {
+		_ = h.Close()
+		return 0, err
+	}
+	peak := h.Engine.Stats().PeakReservedBytes
+	if err := h.Close(); err != nil {
+		return 0, err
+	}
+	return peak, h.Leaks()
+}
