@@ -71,9 +71,7 @@ func (t *Trainer) Step(ids [][]int) (StepResult, error) {
 	if it, ok := t.alloc.(interface{ Iteration(int) }); ok {
 		it.Iteration(t.steps)
 	}
-	if m, ok := t.alloc.(interface{ MarkIteration() }); ok {
-		m.MarkIteration() // gmlake: replay the placements of the last step of this shape
-	}
+	t.markIteration()
 	c, err := t.compiled(ids)
 	if err != nil {
 		return StepResult{}, err
@@ -108,8 +106,17 @@ func (t *Trainer) Step(ids [][]int) (StepResult, error) {
 	return res, nil
 }
 
+// markIteration tells the allocator that a step (or an evaluation) begins, when it takes the hint:
+// gmlake then replays the placements of the last step of the same shape.
+func (t *Trainer) markIteration() {
+	if m, ok := t.alloc.(interface{ MarkIteration() }); ok {
+		m.MarkIteration()
+	}
+}
+
 // Loss evaluates the mean cross-entropy of the model on ids without training.
 func (t *Trainer) Loss(ids [][]int) (float64, error) {
+	t.markIteration()
 	c, err := t.compiled(ids)
 	if err != nil {
 		return 0, err
@@ -175,7 +182,8 @@ func (t *Trainer) compiled(ids [][]int) (*compiled, error) {
 }
 
 func (t *Trainer) machine(g *models.Graph, grads bool) (*vm.Machine, error) {
-	opts := []vm.Option{vm.WithOutputs(g.Loss), vm.WithForward(g.Loss), vm.WithLogger(t.cfg.logger)}
+	// The trainer marks its own iterations (Step and Loss), which allocate outside the run too.
+	opts := []vm.Option{vm.WithOutputs(g.Loss), vm.WithForward(g.Loss), vm.WithLogger(t.cfg.logger), vm.WithIterationMarks(false)}
 	if grads {
 		opts = append(opts, vm.WithOutputs(g.Grads...),
 			vm.WithBlocks(vm.Blocks{Of: g.BlockOf, Inputs: g.BlockInputs}),

@@ -100,6 +100,9 @@ func (m *Machine) RunAll() error {
 	if err := m.releaseAll(); err != nil {
 		return err
 	}
+	if mk, ok := m.alloc.(interface{ MarkIteration() }); ok && !m.cfg.noMarks {
+		mk.MarkIteration()
+	}
 	before := m.stats
 	m.stats.PeakLiveBytes = m.stats.LiveBytes
 	defer func() { m.lastRun = m.stats.since(before) }()

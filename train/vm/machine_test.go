@@ -165,3 +165,33 @@ func TestTapeMachineMishandlesAliases(t *testing.T) {
 	assert.Equal(t, ours[0], tape[0], "the loss agrees")
 	assert.NotEqual(t, ours[1:], tape[1:], "the TapeMachine's gradients do not")
 }
+
+// markingAllocator is the Go heap, counting iteration marks.
+type markingAllocator struct {
+	GoAllocator
+	marks int
+}
+
+func (a *markingAllocator) MarkIteration() { a.marks++ }
+
+// TestRunAllMarksIterations: each RunAll tells an allocator that takes marks that an iteration
+// begins, unless WithIterationMarks(false).
+func TestRunAllMarksIterations(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		g := gorgonia.NewGraph()
+		x := gorgonia.NewVector(g, tensor.Float32, gorgonia.WithShape(4), gorgonia.WithName("x"), gorgonia.WithValue(tensor.New(tensor.WithBacking([]float32{1, 2, 3, 4}))))
+		y := gorgonia.Must(gorgonia.Mul(x, x))
+		a := &markingAllocator{}
+		m, err := New(g, a, WithOutputs(y), WithIterationMarks(on))
+		require.NoError(t, err)
+		for range 3 {
+			require.NoError(t, m.RunAll())
+		}
+		want := 0
+		if on {
+			want = 3
+		}
+		assert.Equal(t, want, a.marks)
+		require.NoError(t, m.Close())
+	}
+}

@@ -15,6 +15,7 @@ type config struct {
 	blocks    Blocks
 	recompute bool
 	offload   bool
+	noMarks   bool
 	logger    *slog.Logger
 }
 
@@ -51,6 +52,12 @@ func WithRecompute(on bool) Option { return func(c *config) { c.recompute = on }
 
 // WithOffload switches per-block activation offload to host memory on or off.
 func WithOffload(on bool) Option { return func(c *config) { c.offload = on } }
+
+// WithIterationMarks says whether RunAll tells the allocator that an iteration begins, when the
+// allocator takes the hint (gmlake's MarkIteration: a run of a shape seen before replays the last
+// one's placements and makes no driver call). On by default; a caller that marks its own iterations
+// (a training step that allocates outside the run too) turns it off.
+func WithIterationMarks(on bool) Option { return func(c *config) { c.noMarks = !on } }
 
 // WithLogger logs compilation and execution at debug level (off by default).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
