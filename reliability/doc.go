@@ -49,10 +49,11 @@
 //
 //   - faults_test.go: for every driver call kind and every position N over a workload (a synthetic
 //     stitch-heavy one in four variants, one marked; marked iterations of two shapes; and a prefix
-//     of a real trace), the N-th call fails; every operation after the fault is verified, the
-//     failed request is retried and must succeed, and Close (twice if the first reports the fault)
-//     must leave the driver holding nothing. A failed stitch must roll back whole
-//     (TestStitchFailureRollsBackWhole).
+//     of a real trace, marked too with GMLAKE_LONG=1), the N-th call fails; every operation after
+//     the fault is verified (in marked workloads a mark comes right after the request that met the
+//     fault), the failed request is retried and must succeed, and Close (twice if the first
+//     reports the fault) must leave the driver holding nothing. A failed stitch must roll back
+//     whole (TestStitchFailureRollsBackWhole).
 //   - concurrency_test.go: goroutines on three streams with the shadow map, Check and EmptyCache
 //     running beside them; and memory.Allocator over the host driver with a byte pattern per block
 //     (both marking iterations now and then). marks_test.go: goroutines repeating iterations of two

@@ -46,6 +46,9 @@ func faultWorkloads(t *testing.T) []faultWorkload {
 		}
 		tr := tracetest.Load(t, "opt1.3b-lora-ckpt.trace.gz")
 		ws = append(ws, faultWorkload{fmt.Sprintf("opt1.3b-lora-ckpt/prefix-%d", n), Config{}, TracePrefix(tr, n), false})
+		if long() { // the same with marks every 100 operations and after each fault
+			ws = append(ws, faultWorkload{fmt.Sprintf("opt1.3b-lora-ckpt/prefix-%d/marked", n), Config{}, WithMarks(TracePrefix(tr, n), 100), true})
+		}
 	}
 	return ws
 }
