@@ -20,8 +20,8 @@ fuzz-short:
 	$(GO) test -run=NONE -fuzz=FuzzDriver -fuzztime=$(FUZZTIME) ./driver/host
 
 # ---- Reliability (reliability/doc.go): a fault at every driver call, concurrency under -race, soak of
-# every trace, bad input, seeded simulation; ends with one summary line (faults injected, operations
-# verified, leaks, violations). reliability-long: the same with GMLAKE_LONG=1 (1000-iteration soak,
+# every trace with and without iteration marks (GMLAKE_SOAK_MARKS=0/1 picks one), bad input, seeded
+# simulation; ends with one summary line (faults injected, operations verified, leaks, violations). reliability-long: the same with GMLAKE_LONG=1 (1000-iteration soak,
 # 2000-event fault sweep, long concurrency), no -race. fuzz-long: $(FUZZLONG) of FuzzProgram, then
 # $(SIMTIME) of seeded simulation (operations verified and ops/s printed).
 FUZZLONG        ?= 10m
