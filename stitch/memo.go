@@ -196,12 +196,25 @@ func (e *Engine) pick(l *freeList, r uint64) *block {
 	if !ok {
 		return l.head
 	}
-	for b := l.head; b != nil; b = b.next {
-		if b.place() == want {
-			return b
+	return e.cachedAt(want, l)
+}
+
+// cachedAt returns the cached block of list l that lies at place h, or nil: a lookup in the owner
+// index by the place's first byte, not a walk of the list (which may hold thousands of blocks).
+func (e *Engine) cachedAt(h home, l *freeList) *block {
+	start := h.off
+	if h.v != nil {
+		if e.views[h.v.base] != h.v {
+			return nil
 		}
+		start = physAt(h.v, h.off)
 	}
-	return nil
+	var b *block
+	e.owners.overlapping(start, start+1, func(n *tnode) bool { b = n.b; return false })
+	if b == nil || b.live || b.list != l || b.place() != h {
+		return nil
+	}
+	return b
 }
 
 // followed returns the place the followed memo gives the current request of r bytes; it stops
