@@ -44,9 +44,11 @@
 // Each request ends in one outcome, counted in Stats.Outcomes:
 //
 //   - Exact: a cached block of exactly the rounded size on the same stream: a map lookup, a list pop
-//     and a flag flip; no driver call, no Go allocation.
+//     and a flag flip; no driver call, no Go allocation. While an iteration memo is followed, the
+//     cached block at the memo's place (an owner-index lookup) rather than the lowest.
 //   - Split: no driver call, the block is carved from free memory, in this order:
-//     a home (homes.go): a place, in the arena or in a view, where a block of this size lay
+//     the place the iteration memo being followed gives this request (memo.go; only when the caller
+//     marks iterations); a home (homes.go): a place, in the arena or in a view, where a block of this size lay
 //     before and that no live block uses now, the one whose taking flushes the fewest cached bytes,
 //     the most recently used of those; else the best-fitting loose range; else a view of about
 //     this size that an earlier request stitched, whose window no live block uses (GMLake's exact
