@@ -16,23 +16,26 @@ import (
 // engine also remembers, per iteration, where each large request went, by its ordinal in the
 // iteration (the k-th request since the mark) and its size.
 //
-// A later iteration's request that misses the exact path looks for a memo whose entry for its
-// ordinal has its size and whose place no live block uses now; the most recent such memo is then
-// followed for the rest of the iteration: its later requests go to that memo's places, and even
-// an exact match takes the cached block at the memo's place rather than the lowest one (or, if
-// no cached block of the size lies there, the memo's place with what is cached there flushed).
-// The iteration leaves the memo at the first request whose size differs from the memo's entry for
-// its ordinal (iterations of different shapes often begin alike, with requests whose sizes do not
-// depend on the shape), and follows instead the most recent memo that agrees with all its large
-// requests so far; when none does, it is a new shape, placed by the usual rules until the next
-// mark (following memos of other shapes piecemeal only scatters it) and remembered in turn. So an iteration of
-// a shape seen before replays the placements of the last one, stitched blocks included, and makes
-// no driver call; on the shared traces, every trace repeated four times in a row makes none in its
-// fourth repetition (TestMemoConverges).
+// At its first large request, a later iteration chooses the most recent memo that has a request of
+// the same size at the same ordinal and agrees with every large request the iteration made so far,
+// and follows it: each later large request goes to that memo's place for its ordinal, an exact
+// match takes the cached block lying there (found through the owner index) rather than the lowest
+// one, and a miss takes the place itself, flushing what is cached there, if no live block uses it;
+// pages the small pool needs go where the memo's pages went. At the first request whose size differs
+// from the memo's (iterations of different shapes often begin alike, with requests whose sizes do not
+// depend on the shape) the iteration hands over to the most recent memo that agrees with all of it so
+// far; when none does, it is a new shape, placed by the usual rules until the next mark (following
+// memos of other shapes piecemeal only scatters it), and remembered in turn. So an iteration of a
+// shape seen before replays the placements of the last one, stitched blocks included, and makes no
+// driver call: every shared trace repeated four times in a row makes none in its fourth repetition
+// (TestMemoConvergesOnTraces), and so does a trace gpu-train recorded on an H200
+// (TestMemoConvergesOnGPUTrainTrace).
 //
-// Memos cost one counter increment per request, and when marked, one append per large request;
-// an exact match checks the followed memo's next entry (a cursor, not a search). At most maxMemos
-// iterations are remembered, an iteration identical to a remembered one replacing it.
+// Cost: one counter increment per request; when marked, one append per large request, and per exact
+// match of a large size a cursor step in the followed memo and an owner-index lookup
+// (BenchmarkExactPairMarked: the same as unmarked). Choosing a memo compares the iteration so far
+// with each remembered one, once per iteration or hand-over. At most maxMemos iterations are
+// remembered; an iteration identical to a remembered one replaces it.
 
 // memoEntry is one large request of a remembered iteration.
 type memoEntry struct {
