@@ -21,9 +21,6 @@ type physAlloc struct {
 	first, n uint64 // slots [first, first+n)
 }
 
-// grow creates n chunks in free arena slots (holes left by EmptyCache first, then past the end),
-// one Create per run of consecutive slots, and adds them to the loose set. On any driver error
-// everything created by this call is undone.
 // growthExtra is how many chunks beyond the n a growth needs to create as headroom: as many as the
 // current iteration has grown so far (since the last MarkIteration; since New without marks), so that
 // an iteration that keeps growing does it in ever fewer, larger steps, but at most the growth slack
@@ -37,6 +34,9 @@ func (e *Engine) growthExtra(n uint64) uint64 {
 	return min(limit, (e.capacity-used)/e.g)
 }
 
+// grow creates n chunks in free arena slots (holes left by EmptyCache first, then past the end),
+// one Create per run of consecutive slots, and adds them to the loose set. On any driver error
+// everything created by this call is undone.
 func (e *Engine) grow(n uint64) error {
 	if e.reserved+e.orphanBytes+n*e.g > e.capacity {
 		return fmt.Errorf("stitch: %d more bytes would pass the capacity of %d: %w", n*e.g, e.capacity, ErrOutOfMemory)
