@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -50,89 +51,32 @@ func TestConcurrentShadow(t *testing.T) {
 	opsEach := concurrencyScale(t, 3000, 50_000)
 	h, err := NewHarness(Config{Capacity: 512 * simG, EngineOptions: []stitch.Option{stitch.WithStitchBudget(32, 0)}})
 	require.NoError(t, err)
-	e := h.Engine
-	var done atomic.Bool
-	var checks, empties, ops, ooms atomic.Uint64
-	var bg sync.WaitGroup
-	bg.Go(func() {
-		for !done.Load() {
-			if err := e.Check(); err != nil {
-				tally.violations.Add(1)
-				t.Errorf("concurrent Check: %v", err)
-				return
-			}
-			checks.Add(1)
-		}
-	})
-	bg.Go(func() {
-		for !done.Load() {
-			if err := e.EmptyCache(); err != nil {
-				t.Errorf("concurrent EmptyCache: %v", err)
-				return
-			}
-			empties.Add(1)
-		}
-	})
+	run := startShadowRun(t, h, 0)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			s := stitch.Stream(w % 3)
-			var live []Block
-			var buf []PhysRange
-			free := func(i int) bool {
-				b := live[i]
-				live[i] = live[len(live)-1]
-				live = live[:len(live)-1]
-				if err := h.Shadow.Release(b.Ptr); !assert.NoError(t, err) {
-					return false
-				}
-				return assert.NoError(t, e.Free(b.Ptr, b.Size), "worker %d", w)
-			}
+			k := run.worker(w, stitch.Stream(w%3))
 			for i := range opsEach {
 				if i%50 == 49 {
-					e.MarkIteration() // marks from every worker, at arbitrary places
+					h.Engine.MarkIteration() // marks from every worker, at arbitrary places
 				}
-				if len(live) > 0 && (rng.IntN(2) == 0 || len(live) > 12) {
-					if !free(rng.IntN(len(live))) {
+				if len(k.live) > 0 && (rng.IntN(2) == 0 || len(k.live) > 12) {
+					if !k.free(rng.IntN(len(k.live))) {
 						return
 					}
-					ops.Add(1)
 					continue
 				}
-				size := randomRequest(rng, simG)
-				ptr, err := e.Alloc(size, s)
-				if errors.Is(err, stitch.ErrOutOfMemory) {
-					ooms.Add(1)
-					continue
-				}
-				if !assert.NoError(t, err, "worker %d op %d", w, i) {
-					return
-				}
-				buf, err = h.Tracker.AppendResolve(buf[:0], ptr, size)
-				if err == nil {
-					err = h.Shadow.Claim(ptr, buf)
-				}
-				if err != nil {
-					tally.violations.Add(1)
-					t.Errorf("worker %d op %d: block %#x of %d bytes: %v", w, i, ptr, size, err)
-					return
-				}
-				live = append(live, Block{Ptr: ptr, Size: size})
-				ops.Add(1)
-			}
-			for len(live) > 0 {
-				if !free(len(live) - 1) {
+				if !k.alloc(randomRequest(rng, simG), fmt.Sprintf("op %d", i)) {
 					return
 				}
 			}
+			k.freeAll()
 		})
 	}
 	wg.Wait()
-	done.Store(true)
-	bg.Wait()
-	tally.shadowed.Add(ops.Load())
-	t.Logf("%d workers: %d operations, %d out of memory, %d concurrent Checks, %d EmptyCaches", workers, ops.Load(), ooms.Load(), checks.Load(), empties.Load())
+	run.stop()
+	t.Logf("%d workers: %v", workers, run)
 	require.NoError(t, h.Verify())
 	assert.Zero(t, h.Engine.Stats().LiveBytes)
 	require.NoError(t, h.Close())

@@ -1,7 +1,7 @@
 package reliability
 
 import (
-	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -26,99 +26,40 @@ func TestConcurrentMarkedIterations(t *testing.T) {
 	iterations := concurrencyScale(t, 150, 5000)
 	h, err := NewHarness(Config{Capacity: 512 * simG, EngineOptions: []stitch.Option{stitch.WithStitchBudget(32, 0)}})
 	require.NoError(t, err)
-	e := h.Engine
-	var done atomic.Bool
-	var checks, empties, ops, ooms, marks atomic.Uint64
-	var bg sync.WaitGroup
-	bg.Go(func() {
-		for !done.Load() {
-			if err := e.Check(); err != nil {
-				tally.violations.Add(1)
-				t.Errorf("concurrent Check: %v", err)
-				return
-			}
-			checks.Add(1)
-		}
-	})
-	bg.Go(func() {
-		tick := time.NewTicker(3 * time.Millisecond)
-		defer tick.Stop()
-		for !done.Load() {
-			<-tick.C
-			if err := e.EmptyCache(); err != nil {
-				t.Errorf("concurrent EmptyCache: %v", err)
-				return
-			}
-			empties.Add(1)
-		}
-	})
+	run := startShadowRun(t, h, 3*time.Millisecond)
+	var marks atomic.Uint64
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			s := stitch.Stream(w % 2)
-			var live []Block
-			var buf []PhysRange
-			free := func(i int) bool {
-				b := live[i]
-				live[i] = live[len(live)-1]
-				live = live[:len(live)-1]
-				if err := h.Shadow.Release(b.Ptr); !assert.NoError(t, err) {
-					return false
-				}
-				return assert.NoError(t, e.Free(b.Ptr, b.Size), "worker %d", w)
-			}
+			k := run.worker(w, stitch.Stream(w%2))
 			for it := range iterations {
-				e.MarkIteration()
+				h.Engine.MarkIteration()
 				marks.Add(1)
 				shape := uint64(it % 2)
 				rng := rand.New(rand.NewPCG(uint64(w), shape)) // one script per shape
 				for i := range 24 + 8*int(shape) {
-					if len(live) > 0 && (rng.IntN(3) == 0 || len(live) > 8) {
-						if !free(rng.IntN(len(live))) {
+					if len(k.live) > 0 && (rng.IntN(3) == 0 || len(k.live) > 8) {
+						if !k.free(rng.IntN(len(k.live))) {
 							return
 						}
-						ops.Add(1)
 						continue
 					}
-					size := randomRequest(rng, simG)
-					ptr, err := e.Alloc(size, s)
-					if errors.Is(err, stitch.ErrOutOfMemory) {
-						ooms.Add(1)
-						continue
-					}
-					if !assert.NoError(t, err, "worker %d iteration %d op %d", w, it, i) {
+					if !k.alloc(randomRequest(rng, simG), fmt.Sprintf("iteration %d op %d", it, i)) {
 						return
 					}
-					buf, err = h.Tracker.AppendResolve(buf[:0], ptr, size)
-					if err == nil {
-						err = h.Shadow.Claim(ptr, buf)
-					}
-					if err != nil {
-						tally.violations.Add(1)
-						t.Errorf("worker %d iteration %d op %d: block %#x of %d bytes: %v", w, it, i, ptr, size, err)
-						return
-					}
-					live = append(live, Block{Ptr: ptr, Size: size})
-					ops.Add(1)
 				}
-				for len(live) > 0 { // an iteration frees what it allocated
-					if !free(len(live) - 1) {
-						return
-					}
-					ops.Add(1)
+				if !k.freeAll() { // an iteration frees what it allocated
+					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	done.Store(true)
-	bg.Wait()
-	tally.shadowed.Add(ops.Load())
-	t.Logf("%d workers: %d iterations marked, %d operations, %d out of memory, %d concurrent Checks, %d EmptyCaches; outcomes %v",
-		workers, marks.Load(), ops.Load(), ooms.Load(), checks.Load(), empties.Load(), e.Stats().Outcomes)
-	assert.Zero(t, ooms.Load(), "out of memory: the workers never hold more than a quarter of the capacity")
+	run.stop()
+	t.Logf("%d workers: %d iterations marked, %v; outcomes %v", workers, marks.Load(), run, h.Engine.Stats().Outcomes)
+	assert.Zero(t, run.ooms.Load(), "out of memory: the workers never hold more than a quarter of the capacity")
 	require.True(t, verified(t, h, "after the workers"))
-	assert.Zero(t, e.Stats().LiveBytes)
+	assert.Zero(t, h.Engine.Stats().LiveBytes)
 	require.NoError(t, h.Close())
 	if err := h.Leaks(); err != nil {
 		tally.leaks.Add(1)
