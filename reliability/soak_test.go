@@ -150,21 +150,17 @@ func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int, marked bool) 
 	}
 	var shadowed uint64
 	for i, ev := range s.Trace.Events {
-		var err error
-		switch ev.Kind {
-		case trace.Alloc:
-			err = h.Apply(Op{Kind: OpAlloc, ID: ev.ID, Size: ev.Size, Stream: stitch.Stream(ev.Stream)})
-			shadowed++
-		case trace.Free:
-			err = h.Apply(Op{Kind: OpFree, ID: ev.ID})
-			shadowed++
-		case trace.Iter:
+		if ev.Kind == trace.Iter {
 			if markers > 0 {
 				endIteration()
 			}
 			markers++
-			if marked {
-				err = h.Apply(Op{Kind: OpMark})
+		}
+		var err error
+		if op, ok := eventOp(ev, marked); ok {
+			err = h.Apply(op)
+			if ev.Kind != trace.Iter {
+				shadowed++
 			}
 		}
 		if err != nil {
@@ -288,16 +284,10 @@ func replaySoak(s *Soak, cfg Config, marked bool) (uint64, error) {
 	defer func() { tally.shadowed.Add(shadowed) }()
 	for i, ev := range s.Trace.Events {
 		var err error
-		switch ev.Kind {
-		case trace.Alloc:
-			err = h.Apply(Op{Kind: OpAlloc, ID: ev.ID, Size: ev.Size, Stream: stitch.Stream(ev.Stream)})
-			shadowed++
-		case trace.Free:
-			err = h.Apply(Op{Kind: OpFree, ID: ev.ID})
-			shadowed++
-		case trace.Iter:
-			if marked {
-				err = h.Apply(Op{Kind: OpMark})
+		if op, ok := eventOp(ev, marked); ok {
+			err = h.Apply(op)
+			if ev.Kind != trace.Iter {
+				shadowed++
 			}
 		}
 		if err != nil {
@@ -315,4 +305,16 @@ func replaySoak(s *Soak, cfg Config, marked bool) (uint64, error) {
 		return 0, err
 	}
 	return peak, h.Leaks()
+}
+
+// eventOp is the harness operation of one soak event: an allocation, a free, or at an iteration
+// marker a mark when the soak is marked (ok is false for an unmarked marker).
+func eventOp(ev trace.Event, marked bool) (op Op, ok bool) {
+	switch ev.Kind {
+	case trace.Alloc:
+		return Op{Kind: OpAlloc, ID: ev.ID, Size: ev.Size, Stream: stitch.Stream(ev.Stream)}, true
+	case trace.Free:
+		return Op{Kind: OpFree, ID: ev.ID}, true
+	}
+	return Op{Kind: OpMark}, marked
 }
