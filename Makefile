@@ -51,10 +51,15 @@ fuzz-long:
 # ---- Benchmarks: every trace in $(TRACES) through every allocator (simulated devices), minimum
 # capacity included; prints a table and writes bench/RESULTS.md with PyTorch's figures beside ours.
 .PHONY: bench
+# Traces the project's own fine-tuning loops recorded (gpu-train --trace on the H200), not in ../shared.
+OWN_TRACES = stitch/testdata/gpt2xl-lora-h200-gpu-train.trace.gz gpu/results/2026-11-29-40GiB/traces/*.trace.gz
 bench:
 	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet \
 		--markdown bench/RESULTS.md --anchors $(TRACES)/pytorch-anchors.jsonl \
 		$(wildcard $(TRACES)/*.trace.gz $(TRACES)/*.pickle.gz)
+	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet \
+		--allocators gmlake,gmlake-unmarked,gorgonia,caching --markdown bench/RESULTS-own.md \
+		$(OWN_TRACES)
 
 # ---- Sharded data parallelism by simulation: per-rank traces of ZeRO fine-tuning for N = 1..16
 # through the simulated allocators (dist/shardsim); writes bench/SHARDING.md and SHARDING.jsonl.

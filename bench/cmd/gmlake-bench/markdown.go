@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,8 +37,11 @@ func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, 
 	fmt.Fprintf(&b, "# Allocators on real training traces\n\n")
 	fmt.Fprintf(&b, "Written by `make bench` (`gmlake-bench replay %s --markdown ...`) on %s, host %s (%s/%s, %d CPUs). ",
 		flags, time.Now().UTC().Format("2006-01-02 15:04 MST"), host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
-	b.WriteString("Our allocators run on simulated devices (accounting only); the `pytorch-*` rows are PyTorch's own allocator " +
-		"measured on an H200 (`pytorch-anchors.jsonl`).\n\n")
+	b.WriteString("Our allocators run on simulated devices (accounting only)")
+	if len(anchors) > 0 {
+		b.WriteString("; the `pytorch-*` rows are PyTorch's own allocator measured on an H200 (`pytorch-anchors.jsonl`)")
+	}
+	b.WriteString(".\n\n")
 	b.WriteString("- **peak active**: peak of requested live bytes, the denominator for every one of our allocators. PyTorch's " +
 		"rows use its own `active_bytes` (block sizes after rounding), so compare PyTorch to us in bytes, not ratios.\n")
 	b.WriteString("- **fragmentation** = 1 - peak active / peak reserved, with no capacity limit. For `gorgonia` reserved " +
@@ -74,7 +78,9 @@ func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, 
 	}
 	writeSummary(&b, names, byTrace, anchors)
 	writeDetail(&b, names, byTrace, anchors)
-	writeCachingCheck(&b, names, byTrace, anchors)
+	if len(anchors) > 0 {
+		writeCachingCheck(&b, names, byTrace, anchors)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -107,13 +113,18 @@ func allocatorsOf(names []string, byTrace map[string][]bench.Report) []string {
 // by our peak active (requested bytes) too, so that every column has the same denominator.
 func writeSummary(b *strings.Builder, names []string, byTrace map[string][]bench.Report, anchors []bench.Anchor) {
 	allocs := allocatorsOf(names, byTrace)
-	b.WriteString("## Capacity needed / peak active\n\nEvery column divides by the same peak of requested live bytes " +
-		"(PyTorch's own ratio, over its `active_bytes`, is in the table below).\n\n| trace |")
-	for _, a := range allocs {
+	pytorch := []string{"pytorch-default", "pytorch-expandable"}
+	b.WriteString("## Capacity needed / peak active\n\nEvery column divides by the same peak of requested live bytes")
+	if len(anchors) == 0 {
+		pytorch = nil
+		b.WriteString(".\n\n| trace |")
+	} else {
+		b.WriteString(" (PyTorch's own ratio, over its `active_bytes`, is in the table below).\n\n| trace |")
+	}
+	for _, a := range append(slices.Clone(allocs), pytorch...) {
 		fmt.Fprintf(b, " %s |", a)
 	}
-	b.WriteString(" pytorch-default | pytorch-expandable |\n|---|")
-	b.WriteString(strings.Repeat("---:|", len(allocs)+2) + "\n")
+	b.WriteString("\n|---|" + strings.Repeat("---:|", len(allocs)+len(pytorch)) + "\n")
 	for _, n := range names {
 		fmt.Fprintf(b, "| %s |", n)
 		var active uint64
@@ -127,7 +138,7 @@ func writeSummary(b *strings.Builder, names []string, byTrace map[string][]bench
 			}
 			fmt.Fprintf(b, " %s |", cell)
 		}
-		for _, kind := range []string{"pytorch-default", "pytorch-expandable"} {
+		for _, kind := range pytorch {
 			cell := "-"
 			for _, a := range anchorsFor(n, anchors) {
 				if a.Allocator == kind && active > 0 {
