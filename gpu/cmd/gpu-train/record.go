@@ -16,16 +16,15 @@ import (
 // be replayed by gmlake-bench on any machine.
 type recorder struct {
 	pool.Pool
+	rec trace.Recorder
+
 	mu      sync.Mutex
-	ids     map[uintptr]int64
-	streams map[stitch.Stream]uint64 // stream handles, numbered in order of appearance
-	next    int64
 	iters   int64
-	events  []trace.Event
+	streams map[stitch.Stream]uint64 // stream handles, numbered in order of appearance
 }
 
 func newRecorder(p pool.Pool) *recorder {
-	return &recorder{Pool: p, ids: map[uintptr]int64{}, streams: map[stitch.Stream]uint64{}}
+	return &recorder{Pool: p, streams: map[stitch.Stream]uint64{}}
 }
 
 // Alloc implements gpu.Allocator.
@@ -35,15 +34,13 @@ func (r *recorder) Alloc(size uint64, s stitch.Stream) (uintptr, error) {
 		return p, err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.next++
-	r.ids[p] = r.next
 	sid, ok := r.streams[s]
 	if !ok {
 		sid = uint64(len(r.streams))
 		r.streams[s] = sid
 	}
-	r.events = append(r.events, trace.Event{Kind: trace.Alloc, ID: r.next, Size: size, Stream: sid})
+	r.mu.Unlock()
+	r.rec.Alloc(p, size, sid)
 	return p, nil
 }
 
@@ -52,23 +49,19 @@ func (r *recorder) Free(p uintptr, size uint64) error {
 	if err := r.Pool.Free(p, size); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	id, ok := r.ids[p]
-	if !ok {
-		return fmt.Errorf("gpu-train: recorder: free of %#x, never recorded", p)
+	if err := r.rec.Free(p); err != nil {
+		return fmt.Errorf("gpu-train: %w", err)
 	}
-	delete(r.ids, p)
-	r.events = append(r.events, trace.Event{Kind: trace.Free, ID: id})
 	return nil
 }
 
 // MarkIteration records an iteration marker and passes the hint on.
 func (r *recorder) MarkIteration() {
 	r.mu.Lock()
-	r.events = append(r.events, trace.Event{Kind: trace.Iter, ID: r.iters})
+	n := r.iters
 	r.iters++
 	r.mu.Unlock()
+	r.rec.Iteration(n)
 	if m, ok := r.Pool.(interface{ MarkIteration() }); ok {
 		m.MarkIteration()
 	}
@@ -76,7 +69,5 @@ func (r *recorder) MarkIteration() {
 
 // write saves what was recorded to path (gzip'd if it ends in .gz).
 func (r *recorder) write(path, workload string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return trace.WriteFile(path, &trace.Trace{Name: workload, Header: []string{"workload " + workload + " gpu-train"}, Events: r.events})
+	return trace.WriteFile(path, r.rec.Trace(workload, "gpu-train"))
 }
