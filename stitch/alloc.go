@@ -34,7 +34,7 @@ func (e *Engine) reuse(b *block, size uint64) uintptr {
 		e.smallAge.unlink(b)
 	} else {
 		e.largeAge.unlink(b)
-		e.recordPlace(b)
+		e.recordPlace(b, false)
 	}
 	e.markLive(b, size)
 	e.outcomes[OutcomeExact]++
@@ -85,11 +85,11 @@ func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
 		}
 		b, out = e.takeHome(h, r), OutcomeSplit
 		e.rememberHome(b)
-		e.recordPlace(b)
+		e.recordPlace(b, false)
 	} else if r < e.cfg.smallThreshold {
 		b, out, err = e.allocSmall(r, s)
 	} else if b, out, err = e.allocLarge(r, s); err == nil {
-		e.recordPlace(b)
+		e.recordPlace(b, false)
 	}
 	if err != nil {
 		var oom *OutOfMemoryError

@@ -90,20 +90,13 @@ func (e *Engine) MarkIteration() {
 	e.memoCur = e.memoCur[:0]
 }
 
-// recordPlace remembers where large block b, the current request, went.
-func (e *Engine) recordPlace(b *block) {
+// recordPlace remembers where large block b went for the current request: the request's own block,
+// or (page) a page the small pool took for it.
+func (e *Engine) recordPlace(b *block, page bool) {
 	if !e.marked || len(e.memoCur) == maxMemoEntries {
 		return
 	}
-	e.memoCur = append(e.memoCur, memoEntry{ord: e.iterOrd, size: b.size, at: b.place()})
-}
-
-// recordPage remembers where page block pb, taken for the current (small) request, went.
-func (e *Engine) recordPage(pb *block) {
-	if !e.marked || len(e.memoCur) == maxMemoEntries {
-		return
-	}
-	e.memoCur = append(e.memoCur, memoEntry{ord: e.iterOrd, size: pb.size, at: pb.place(), page: true})
+	e.memoCur = append(e.memoCur, memoEntry{ord: e.iterOrd, size: b.size, at: b.place(), page: page})
 }
 
 // findPageMemo returns the place the followed memo gave a page taken for the current request, if

@@ -38,7 +38,7 @@ func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 			return nil, 0, err
 		}
 	}
-	e.recordPage(pb)
+	e.recordPlace(pb, true)
 	e.nextPageID++
 	p := &page{id: e.nextPageID, blk: pb}
 	e.setLive(pb, true)
