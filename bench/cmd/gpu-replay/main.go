@@ -13,7 +13,12 @@
 // the same algorithm on the simulator, so its run checks that real memory behaves the same.
 //
 //	gpu-replay [--dir .gpu/traces] [--allocators gmlake,gorgonia,direct] [--sim FILE | --sim-only]
-//	    [--json FILE] [--markdown FILE] [TRACE...]
+//	    [--repeat N] [--json FILE] [--markdown FILE] [TRACE...]
+//
+// --repeat N (N > 1) also replays gmlake, with iteration marks and no capacity limit, over the
+// trace's iterations played N times in a row (bench.RepeatIterations, as gmlake-bench --repeat),
+// on the GPU and on the simulator, and reports the last repetition on its own: the driver calls
+// and the time a long run's recurring shapes cost once the engine has seen them.
 //
 // --sim-only runs the simulated part alone (no GPU needed) and its JSON lines, given back with
 // --sim, spare the GPU run the bisection. Without a usable GPU the command runs the simulated part
@@ -48,6 +53,7 @@ type cli struct {
 	DirectLimit time.Duration `default:"30s" help:"Stop each direct cuMemAlloc replay after this long."`
 	BisectLimit time.Duration `default:"120s" help:"Stop each bisection after this long (the bound so far is reported)."`
 	Below       bool          `default:"true" negatable:"" help:"Also replay on the GPU 2 MiB below the minimum capacity (expects out-of-memory)."`
+	Repeat      int           `default:"1" help:"With N > 1, also replay gmlake (GPU and simulator, no capacity limit) over the iterations repeated N times in a row; the last repetition is reported on its own."`
 }
 
 func main() {
@@ -116,6 +122,13 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 		if drv != nil {
 			got = append(got, c.gpuRuns(p, drv, got, stderr)...)
 		}
+		if c.Repeat > 1 {
+			rp, err := prepareRepeated(filepath.Base(f), t, c.Repeat)
+			if err != nil {
+				return err
+			}
+			got = append(got, c.repeatRuns(rp, drv, device, stderr)...)
+		}
 		if err := writeJSON(out, got); err != nil {
 			return err
 		}
@@ -127,6 +140,7 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 	}
 	var table strings.Builder
 	markdown(&table, recs, header)
+	markdownRepeated(&table, recs)
 	fmt.Fprint(stderr, table.String())
 	if c.Markdown != "" {
 		if err := os.WriteFile(c.Markdown, []byte(table.String()), 0o644); err != nil {

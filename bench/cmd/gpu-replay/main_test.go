@@ -98,6 +98,51 @@ func TestSimOnlyRun(t *testing.T) {
 	assert.Contains(t, string(md), "| synthetic | gmlake |")
 }
 
+func TestSimOnlyRepeated(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "synthetic.trace.gz")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	require.NoError(t, trace.Write(f, synthetic()))
+	require.NoError(t, f.Close())
+
+	c := cli{Traces: []string{path}, SimOnly: true, Allocators: []string{"gmlake"}, Repeat: 4,
+		JSON: filepath.Join(dir, "out.jsonl"), Markdown: filepath.Join(dir, "out.md")}
+	var stderr bytes.Buffer
+	require.NoError(t, c.run(&bytes.Buffer{}, &stderr), stderr.String())
+
+	recs, err := readRecords(c.JSON)
+	require.NoError(t, err)
+	var rep, once *record
+	for i, r := range recs {
+		switch r.Allocator + "/" + r.Run {
+		case "gmlake/repeated":
+			rep = &recs[i]
+		case "gmlake/uncapped":
+			once = &recs[i]
+		}
+	}
+	require.NotNil(t, rep, "a repeated run")
+	require.NotNil(t, once)
+	assert.Empty(t, rep.Error)
+	assert.Equal(t, 4, rep.Repetitions)
+	_, played := once.Phases["last_repetition"]
+	assert.False(t, played, "a trace played once has no last repetition")
+
+	ph := rep.Phases
+	assert.Equal(t, 3, ph["warmup"].Iterations, "the warm-up is the first repetition's")
+	assert.Equal(t, 4+2*7, ph["steady"].Iterations)
+	assert.Equal(t, 7, ph["last_repetition"].Iterations)
+	assert.NotZero(t, ph["last_repetition"].Pairs)
+	// Three shapes recur: by the last repetition the engine replays each one's placements.
+	assert.Zero(t, ph["last_repetition"].DriverCalls)
+	assert.Equal(t, once.PeakActive, rep.PeakActive, "repetition adds no live memory")
+
+	md, err := os.ReadFile(c.Markdown)
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| synthetic | 4 | – / 0.0 |")
+}
+
 func readRecords(path string) ([]record, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

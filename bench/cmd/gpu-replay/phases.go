@@ -13,18 +13,29 @@ import (
 type phase int
 
 const (
-	setup  phase = iota // before the first iteration marker: model and optimizer construction
-	warmup              // iterations 0 .. bench.SteadyFrom-1
-	steady              // iterations bench.SteadyFrom on
+	setup   phase = iota // before the first iteration marker: model and optimizer construction
+	warmup               // iterations 0 .. bench.SteadyFrom-1
+	steady               // iterations bench.SteadyFrom on
+	lastRep              // a repeated trace's last repetition (--repeat)
 	numPhases
 )
 
-var phaseNames = [numPhases]string{"setup", "warmup", "steady"}
+var phaseNames = [numPhases]string{"setup", "warmup", "steady", "last_repetition"}
 
-func phaseOf(iter int) phase {
+// phaser tells an iteration's phase. A trace whose iterations are repeated (bench.RepeatIterations)
+// numbers repetition r's iterations from r*stride: the first repetition has the warm-up, its last
+// repetition (times > 1) is a phase of its own, where a converged allocator makes no driver call.
+type phaser struct {
+	stride int64 // bench.Repetition.IterStride; 0 for a trace played once
+	times  int
+}
+
+func (p phaser) of(iter int) phase {
 	switch {
 	case iter < 0:
 		return setup
+	case p.times > 1 && int64(iter) >= int64(p.times-1)*p.stride:
+		return lastRep
 	case iter < bench.SteadyFrom:
 		return warmup
 	}

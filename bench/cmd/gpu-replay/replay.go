@@ -26,6 +26,7 @@ type prepared struct {
 	ops      []op
 	slots    int
 	bench    *bench.Prepared // the same trace for the bench package's simulated replays
+	phases   phaser
 }
 
 func prepare(name string, t *trace.Trace) (*prepared, error) {
@@ -48,6 +49,20 @@ func prepare(name string, t *trace.Trace) (*prepared, error) {
 			p.ops = append(p.ops, op{kind: trace.Iter, slot: int32(ev.ID)})
 		}
 	}
+	return p, nil
+}
+
+// prepareRepeated compiles t with its iterations played times times in a row (the setup once).
+func prepareRepeated(name string, t *trace.Trace, times int) (*prepared, error) {
+	rep, err := bench.RepeatIterations(t, times)
+	if err != nil {
+		return nil, err
+	}
+	p, err := prepare(name, rep.Trace)
+	if err != nil {
+		return nil, err
+	}
+	p.phases = phaser{stride: rep.IterStride, times: rep.Times}
 	return p, nil
 }
 
@@ -112,7 +127,7 @@ func replay(p *prepared, a bench.Allocator, clock *callClock, st *streams, track
 			r.wall[cur] += now.Sub(start)
 			start = now
 			iter = int(o.slot)
-			cur = phaseOf(iter)
+			cur = p.phases.of(iter)
 			clock.now = cur
 			r.iters[cur]++
 			if m, ok := a.(bench.IterationMarker); ok {

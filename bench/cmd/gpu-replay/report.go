@@ -37,7 +37,9 @@ type record struct {
 	Workload  string `json:"workload,omitempty"`
 	Allocator string `json:"allocator"` // gmlake, gorgonia, direct
 	Driver    string `json:"driver"`    // cuda (real H200 memory) or sim
-	Run       string `json:"run"`       // uncapped, at-min-capacity, below-min-capacity, arena, bisect
+	Run       string `json:"run"`       // uncapped, at-min-capacity, below-min-capacity, arena, bisect, repeated
+	// Run "repeated" (--repeat): the trace's iterations played this many times in a row.
+	Repetitions int `json:"repetitions,omitempty"`
 
 	Capacity     uint64          `json:"capacity,omitempty"` // the limit of this run (gorgonia: its arena)
 	OOM          bool            `json:"oom"`
@@ -70,6 +72,9 @@ func (rec *record) fill(r *result, clock *callClock) {
 	}
 	rec.Phases = make(map[string]phaseFigures, numPhases)
 	for ph := range numPhases {
+		if ph == lastRep && r.iters[ph] == 0 {
+			continue // a trace played once
+		}
 		f := phaseFigures{Iterations: r.iters[ph], Pairs: r.pairs[ph], DriverCalls: clock.calls[ph],
 			DriverNs: clock.nanos[ph], WallNs: r.wall[ph].Nanoseconds()}
 		if f.Pairs > 0 {
@@ -202,6 +207,62 @@ func markdown(w io.Writer, recs []record, header string) {
 			row = append(row, cell(steadyNs, g)+" / "+cell(steadyNs, s))
 			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 		}
+	}
+}
+
+// markdownRepeated writes one row per trace replayed with --repeat: what the engine's last
+// repetition cost on the GPU and on the simulator.
+func markdownRepeated(w io.Writer, recs []record) {
+	var gpu, sim []*record
+	for i := range recs {
+		if r := &recs[i]; r.Run == "repeated" {
+			if r.Driver == "cuda" {
+				gpu = append(gpu, r)
+			} else {
+				sim = append(sim, r)
+			}
+		}
+	}
+	if len(gpu)+len(sim) == 0 {
+		return
+	}
+	rows := gpu
+	if len(rows) == 0 {
+		rows = sim
+	}
+	fmt.Fprintln(w, "\nIterations repeated in a row (`--repeat`), gmlake with iteration marks, no capacity limit: the last repetition.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| trace | repetitions | driver calls per iteration (GPU / sim) | ms in driver (GPU) | ns per alloc+free (GPU / sim) | peak reserved GiB (GPU / sim) |")
+	fmt.Fprintln(w, "|---|---:|---|---:|---|---|")
+	for _, r := range rows {
+		var s *record
+		for _, c := range sim {
+			if c.Trace == r.Trace {
+				s = c
+			}
+		}
+		cell := func(r *record, f func(*record) string) string {
+			switch {
+			case r == nil:
+				return "–"
+			case r.Error != "":
+				return "error"
+			}
+			return f(r)
+		}
+		var g *record
+		if r.Driver == "cuda" {
+			g = r
+		}
+		calls := func(r *record) string { return fmt.Sprintf("%.1f", r.Phases["last_repetition"].CallsPerIter) }
+		pair := func(r *record) string { return fmt.Sprintf("%.0f", r.Phases["last_repetition"].NsPerPair) }
+		gib := func(r *record) string { return bench.FormatGiB(r.PeakReserved) }
+		driverMs := "–"
+		if g != nil && g.Error == "" {
+			driverMs = ms(g.Phases["last_repetition"].DriverNs)
+		}
+		fmt.Fprintf(w, "| %s | %d | %s / %s | %s | %s / %s | %s / %s |\n", strings.TrimSuffix(r.Trace, ".trace.gz"), r.Repetitions,
+			cell(g, calls), cell(s, calls), driverMs, cell(g, pair), cell(s, pair), cell(g, gib), cell(s, gib))
 	}
 }
 

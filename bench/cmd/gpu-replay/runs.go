@@ -146,6 +146,37 @@ func (c *cli) gpuRuns(p *prepared, drv *cuda.Driver, simRecs []record, log io.Wr
 	return recs
 }
 
+// repeatRuns replays p, a trace with repeated iterations, through the engine without a capacity
+// limit: on the simulator, and on the GPU when drv is not nil.
+func (c *cli) repeatRuns(p *prepared, drv *cuda.Driver, device uint64, log io.Writer) []record {
+	var recs []record
+	start := time.Now()
+	rec := record{Trace: p.name, Workload: p.workload, Allocator: "gmlake", Driver: "sim", Run: "repeated",
+		Repetitions: p.phases.times}
+	clock := &callClock{}
+	a, err := newEngineAllocator(timedDriver{d: sim.New(sim.WithGranularity(granularity), sim.WithCapacity(device)), clock: clock}, 0)
+	if err == nil {
+		var r *result
+		r, err = replay(p, a, clock, &streams{}, false, 0)
+		if r != nil {
+			rec.fill(r, clock)
+			rec.fillEngine(a.Engine().Stats())
+		}
+		err = errors.Join(err, a.Check(), a.Close())
+	}
+	rec.setError(err)
+	recs = append(recs, rec)
+	c.progress(log, &rec, time.Since(start))
+	if drv != nil && c.wants("gmlake") {
+		start = time.Now()
+		g := c.gpuEngine(p, drv, "repeated", 0)
+		g.Repetitions = p.phases.times
+		recs = append(recs, g)
+		c.progress(log, &g, time.Since(start))
+	}
+	return recs
+}
+
 func newGPURecord(p *prepared, drv *cuda.Driver, alloc, run string) record {
 	rec := record{Trace: p.name, Workload: p.workload, Allocator: alloc, Driver: "cuda", Run: run}
 	rec.DeviceFreeBefore, _, _ = drv.MemInfo()
@@ -224,6 +255,10 @@ func (c *cli) progress(w io.Writer, r *record, took time.Duration) {
 	extra := ""
 	if r.MinCapacity > 0 {
 		extra = fmt.Sprintf(" min capacity %s GiB (%.4f × active, exact %v)", bench.FormatGiB(r.MinCapacity), r.CapacityOverActive, r.MinCapacityExact)
+	}
+	if last, ok := r.Phases["last_repetition"]; ok {
+		extra += fmt.Sprintf(" last of %d repetitions: %.1f calls/iter, %s ms in driver, %.0f ns/pair;",
+			r.Repetitions, last.CallsPerIter, ms(last.DriverNs), last.NsPerPair)
 	}
 	if r.Phases != nil {
 		st := r.Phases["steady"]
