@@ -29,6 +29,7 @@ type Caching struct {
 	live     map[uintptr]*cachedBlock // allocated blocks by address
 	reserved uint64                   // bytes in segments
 	calls    uint64                   // Device calls
+	ledger   *DriverLedger            // bytes and estimated time (H200) of the successful Device calls
 }
 
 // cachePool names a free list: one per stream and pool size class.
@@ -67,7 +68,8 @@ func WithLimit(bytes uint64) CachingOption { return func(c *Caching) { c.limit =
 
 // NewCaching returns an empty caching allocator over dev.
 func NewCaching(dev Device, opts ...CachingOption) *Caching {
-	c := &Caching{dev: dev, pools: make(map[cachePool]*treap), live: make(map[uintptr]*cachedBlock)}
+	c := &Caching{dev: dev, pools: make(map[cachePool]*treap), live: make(map[uintptr]*cachedBlock),
+		ledger: newDriverLedger(H200)}
 	for _, o := range opts {
 		o(c)
 	}
@@ -152,7 +154,11 @@ func (c *Caching) malloc(size uint64) (uintptr, error) {
 		return 0, ErrOutOfMemory
 	}
 	c.calls++
-	return c.dev.Malloc(size)
+	p, err := c.dev.Malloc(size)
+	if err == nil {
+		c.ledger.malloc(size)
+	}
+	return p, err
 }
 
 // releaseCached returns every wholly free segment to the device (PyTorch's release_cached_blocks).
@@ -170,6 +176,7 @@ func (c *Caching) releaseCached() {
 			if err := c.dev.Free(b.ptr); err != nil {
 				continue // the device keeps it; so do we
 			}
+			c.ledger.mallocFree(b.size)
 			free.delete(b.size, uint64(b.ptr))
 			c.reserved -= b.size
 		}
@@ -224,6 +231,9 @@ func (c *Caching) Reserved() uint64 { return c.reserved }
 
 // DriverCalls implements Allocator.
 func (c *Caching) DriverCalls() uint64 { return c.calls }
+
+// DriverLedger implements DriverAccounter.
+func (c *Caching) DriverLedger() *DriverLedger { return c.ledger }
 
 // Close implements Allocator: it frees live blocks, then every segment.
 func (c *Caching) Close() error {

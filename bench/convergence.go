@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Convergence is how an allocator settles when a trace's iterations repeat (RepeatIterations), as
@@ -16,6 +17,9 @@ type Convergence struct {
 	// that count kinds, gmlake; kinds with none are left out).
 	ConvergedCallsPerIter float64            `json:"converged_calls_per_iter"`
 	ConvergedCallsByKind  map[string]float64 `json:"converged_calls_by_kind,omitempty"`
+	// Estimated device time of the driver calls per iteration in the last repetition, in
+	// milliseconds, for allocators that keep a DriverLedger (see Report).
+	ConvergedDriverMsPerIter *float64 `json:"converged_driver_ms_per_iter,omitempty"`
 	// The number of repetitions before the first that made no driver call at all; nil (null) when
 	// every repetition made some.
 	ConvergedAfter *int `json:"converged_after"`
@@ -67,5 +71,14 @@ func convergenceOf(rep *Repetition, run *Run) *Convergence {
 		}
 	}
 	c.ConvergedCallsPerIter = float64(c.RepetitionDriverCalls[rep.Times-1]) / float64(max(rep.Iterations, 1))
+	if run.Timed {
+		var last time.Duration
+		for it, t := range run.IterTime {
+			if rep.RepetitionOf(it) == rep.Times-1 {
+				last += t
+			}
+		}
+		c.ConvergedDriverMsPerIter = msMean(last, max(rep.Iterations, 1))
+	}
 	return c
 }

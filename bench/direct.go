@@ -13,11 +13,12 @@ type Direct struct {
 	live     map[uintptr]uint64 // requested size of each live block
 	reserved uint64             // sum of the rounded sizes of live blocks
 	calls    uint64
+	ledger   *DriverLedger // bytes and estimated time (H200) of the successful Device calls
 }
 
 // NewDirect returns a Direct allocator over dev.
 func NewDirect(dev Device) *Direct {
-	return &Direct{dev: dev, live: make(map[uintptr]uint64)}
+	return &Direct{dev: dev, live: make(map[uintptr]uint64), ledger: newDriverLedger(H200)}
 }
 
 // Name implements Allocator.
@@ -30,6 +31,7 @@ func (d *Direct) Alloc(size uint64, _ stitch.Stream) (uintptr, error) {
 	if err != nil {
 		return 0, fmt.Errorf("direct: %w", err)
 	}
+	d.ledger.malloc(size)
 	d.live[p] = size
 	d.reserved += roundUp(size, 512)
 	return p, nil
@@ -48,6 +50,7 @@ func (d *Direct) Free(ptr uintptr, size uint64) error {
 	if err := d.dev.Free(ptr); err != nil {
 		return fmt.Errorf("direct: %w", err)
 	}
+	d.ledger.mallocFree(size)
 	delete(d.live, ptr)
 	d.reserved -= roundUp(size, 512)
 	return nil
@@ -58,6 +61,9 @@ func (d *Direct) Reserved() uint64 { return d.reserved }
 
 // DriverCalls implements Allocator.
 func (d *Direct) DriverCalls() uint64 { return d.calls }
+
+// DriverLedger implements DriverAccounter.
+func (d *Direct) DriverLedger() *DriverLedger { return d.ledger }
 
 // Close implements Allocator.
 func (d *Direct) Close() error {

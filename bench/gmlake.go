@@ -12,8 +12,9 @@ import (
 // DriverCalls every driver call it made, of every kind.
 type GMLake struct {
 	eng      *stitch.Engine
-	capacity uint64 // as given to WithCapacity, for error messages; 0 if not known
-	unmarked bool   // MarkIteration does nothing
+	capacity uint64        // as given to WithCapacity, for error messages; 0 if not known
+	unmarked bool          // MarkIteration does nothing
+	ledger   *DriverLedger // the bytes and estimated time of its driver calls; nil if not metered
 }
 
 // NewGMLake builds the engine over d.
@@ -26,17 +27,19 @@ func NewGMLake(d stitch.Driver, opts ...stitch.Option) (*GMLake, error) {
 }
 
 // newSimGMLake is the engine over a simulated driver with capacity bytes of physical memory (the
-// simulator's default, 1 TiB, when 0); marked says whether it is told where iterations begin.
+// simulator's default, 1 TiB, when 0), its calls metered at the H200's costs; marked says whether
+// it is told where iterations begin.
 func newSimGMLake(capacity uint64, marked bool) (Allocator, error) {
 	var drvOpts []sim.Option
 	if capacity > 0 {
 		drvOpts = append(drvOpts, sim.WithCapacity(capacity))
 	}
-	g, err := NewGMLake(sim.New(drvOpts...), stitch.WithCapacity(capacity))
+	drv := newMeteredDriver(sim.New(drvOpts...), H200)
+	g, err := NewGMLake(drv, stitch.WithCapacity(capacity))
 	if err != nil {
 		return nil, err
 	}
-	g.capacity, g.unmarked = capacity, !marked
+	g.capacity, g.unmarked, g.ledger = capacity, !marked, drv.ledger
 	return g, nil
 }
 
@@ -91,6 +94,9 @@ func (g *GMLake) Engine() *stitch.Engine { return g.eng }
 
 // Close implements Allocator.
 func (g *GMLake) Close() error { return g.eng.Close() }
+
+// DriverLedger implements DriverAccounter: nil unless the adapter was made by SimSpec.
+func (g *GMLake) DriverLedger() *DriverLedger { return g.ledger }
 
 // CallsByKind implements CallCounter.
 func (g *GMLake) CallsByKind() map[string]uint64 {

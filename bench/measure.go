@@ -61,6 +61,27 @@ type Report struct {
 	SteadyNovelIters         *int     `json:"steady_novel_iters,omitempty"`
 	SteadyNovelCallsPerIter  *float64 `json:"steady_novel_calls_per_iter,omitempty"`
 	SteadyRepeatCallsPerIter *float64 `json:"steady_repeat_calls_per_iter,omitempty"`
+	// Forcing (IterationNeeds.Forced, from the trace alone): the numbers of the iterations in which
+	// every online allocator that meets the fragmentation target must call the driver, how many of
+	// the steady iterations are forced, and the mean steady calls per iteration over the forced ones
+	// and over the others (where a call is never unavoidable); a mean is absent when there are no
+	// such iterations.
+	ForcedIterations           []int    `json:"forced_iterations,omitempty"`
+	SteadyForcedIters          *int     `json:"steady_forced_iters,omitempty"`
+	SteadyForcedCallsPerIter   *float64 `json:"steady_forced_calls_per_iter,omitempty"`
+	SteadyUnforcedCallsPerIter *float64 `json:"steady_unforced_calls_per_iter,omitempty"`
+	// Estimated device time of the driver calls in milliseconds, for allocators that keep a
+	// DriverLedger (every SimSpec allocator, at the H200's costs): before the first iteration, per
+	// warm-up and per steady iteration, per steady iteration over novel, repeat, forced and unforced
+	// iterations, and per steady iteration of each call kind (kinds that cost nothing left out).
+	SetupDriverMs                 *float64           `json:"setup_driver_ms,omitempty"`
+	WarmupDriverMsPerIter         *float64           `json:"warmup_driver_ms_per_iter,omitempty"`
+	SteadyDriverMsPerIter         *float64           `json:"steady_driver_ms_per_iter,omitempty"`
+	SteadyNovelDriverMsPerIter    *float64           `json:"steady_novel_driver_ms_per_iter,omitempty"`
+	SteadyRepeatDriverMsPerIter   *float64           `json:"steady_repeat_driver_ms_per_iter,omitempty"`
+	SteadyForcedDriverMsPerIter   *float64           `json:"steady_forced_driver_ms_per_iter,omitempty"`
+	SteadyUnforcedDriverMsPerIter *float64           `json:"steady_unforced_driver_ms_per_iter,omitempty"`
+	SteadyDriverMsByKind          map[string]float64 `json:"steady_driver_ms_by_kind,omitempty"`
 	// Convergence under repetition (MeasureOptions.Repeat > 0); its fields are absent otherwise.
 	*Convergence
 
@@ -145,8 +166,22 @@ func (rep *Report) setUncapped(p *Prepared, run *Run) {
 	if v, ok := run.CallsPerIteration(SteadyFrom, math.MaxInt); ok {
 		rep.SteadyDriverCallsPerIter = &v
 	}
+	if run.Timed {
+		rep.setDriverTime(run)
+	}
 	if run.Pairs > 0 {
 		rep.NsPerPair = float64(run.Elapsed.Nanoseconds()) / float64(run.Pairs)
+	}
+}
+
+// setDriverTime fills the estimated driver time figures that do not depend on novelty.
+func (rep *Report) setDriverTime(run *Run) {
+	rep.SetupDriverMs, rep.SteadyDriverMsByKind = msMean(run.SetupTime, 1), run.SteadyMsByKind
+	if v, ok := run.MsPerIteration(0, SteadyFrom); ok {
+		rep.WarmupDriverMsPerIter = &v
+	}
+	if v, ok := run.MsPerIteration(SteadyFrom, math.MaxInt); ok {
+		rep.SteadyDriverMsPerIter = &v
 	}
 }
 

@@ -23,10 +23,10 @@ func TestNeeds(t *testing.T) {
 				"i 3", "f 0", "a 4 110 0", "f 4", // starts at 100, then 110: nothing new
 			},
 			want: []IterationNeeds{
-				{Iteration: 0, PeakActive: 150, Largest: 50, NewPeak: true},
-				{Iteration: 1, PeakActive: 140, Largest: 40},
-				{Iteration: 2, PeakActive: 220, Largest: 120, NewPeak: true, NewLargest: true},
-				{Iteration: 3, PeakActive: 110, Largest: 110},
+				{Iteration: 0, PeakActive: 150, PeakBefore: 100, Largest: 50, NewPeak: true, Forced: true},
+				{Iteration: 1, PeakActive: 140, PeakBefore: 150, Largest: 40},
+				{Iteration: 2, PeakActive: 220, PeakBefore: 150, Largest: 120, NewPeak: true, NewLargest: true, Forced: true},
+				{Iteration: 3, PeakActive: 110, PeakBefore: 220, Largest: 110},
 			},
 		},
 		{
@@ -38,10 +38,10 @@ func TestNeeds(t *testing.T) {
 				"i 3", // nothing asked
 			},
 			want: []IterationNeeds{
-				{Iteration: 0, PeakActive: 200, Largest: 100, NewPeak: true, NewLargest: true},
-				{Iteration: 1, PeakActive: 150, Largest: 150, NewLargest: true},
-				{Iteration: 2, PeakActive: 150, Largest: 150},
-				{Iteration: 3},
+				{Iteration: 0, PeakActive: 200, Largest: 100, NewPeak: true, NewLargest: true, Forced: true},
+				{Iteration: 1, PeakActive: 150, PeakBefore: 200, Largest: 150, NewLargest: true},
+				{Iteration: 2, PeakActive: 150, PeakBefore: 200, Largest: 150},
+				{Iteration: 3, PeakBefore: 200},
 			},
 		},
 		{
@@ -52,9 +52,9 @@ func TestNeeds(t *testing.T) {
 				"i 2", "f 1",
 			},
 			want: []IterationNeeds{
-				{Iteration: 0, PeakActive: 100, Largest: 100, NewPeak: true, NewLargest: true},
-				{Iteration: 1, PeakActive: 110, Largest: 10, NewPeak: true},
-				{Iteration: 2, PeakActive: 10},
+				{Iteration: 0, PeakActive: 100, Largest: 100, NewPeak: true, NewLargest: true, Forced: true},
+				{Iteration: 1, PeakActive: 110, PeakBefore: 100, Largest: 10, NewPeak: true, Forced: true},
+				{Iteration: 2, PeakActive: 10, PeakBefore: 110},
 			},
 		},
 		{name: "no markers", lines: []string{"a 0 100 0", "f 0"}},

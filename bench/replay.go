@@ -77,6 +77,13 @@ type Run struct {
 	// SteadyCallsByKind: driver calls per steady iteration (SteadyFrom on) of each kind, for an
 	// allocator that is a CallCounter.
 	SteadyCallsByKind map[string]float64
+	// Estimated device time of the driver calls (DriverLedger), for an allocator that is a
+	// DriverAccounter (Timed says so): before the first marker, in each iteration (as IterCalls),
+	// and in milliseconds per steady iteration of each kind (kinds that cost nothing left out).
+	Timed          bool
+	SetupTime      time.Duration
+	IterTime       map[int]time.Duration
+	SteadyMsByKind map[string]float64
 	Elapsed           time.Duration // wall time of the replay loop
 	Pairs             int           // allocations made (each later freed or still live at the end)
 	Series            []Point       // sampled active/reserved bytes, when asked for
@@ -116,6 +123,10 @@ func replay(p *Prepared, a Allocator, series, kindsFrom int) (*Run, error) {
 		kindsFrom: kindsFrom}
 	rp.counter, _ = a.(CallCounter)
 	rp.marker, _ = a.(IterationMarker)
+	if acct, ok := a.(DriverAccounter); ok && acct.DriverLedger() != nil {
+		rp.ledger = acct.DriverLedger()
+		rp.run.Timed, rp.run.IterTime = true, make(map[int]time.Duration)
+	}
 	if series > 0 {
 		rp.stride = max(1, len(p.ops)/series)
 		rp.run.Series = make([]Point, 0, series+1)
@@ -162,6 +173,10 @@ type replayer struct {
 	steadyStart map[string]uint64 // counter's figures when steady state began
 	steadyIters int               // steady iterations begun
 
+	ledger           *DriverLedger        // a's, if it keeps one
+	lastTime         time.Duration        // ledger.Time() when the iteration in progress began
+	steadyTallyStart map[string]CallTally // ledger's figures when steady state began
+
 	stride int   // events per sample; 0 = no samples
 	sample Point // the sample being gathered
 }
@@ -195,9 +210,9 @@ func (rp *replayer) step(i int, o op) error {
 		if rp.marker != nil {
 			rp.marker.MarkIteration()
 		}
-		if rp.iter >= rp.kindsFrom && rp.counter != nil {
-			if rp.steadyStart == nil {
-				rp.steadyStart = rp.counter.CallsByKind()
+		if rp.iter >= rp.kindsFrom {
+			if rp.steadyIters == 0 {
+				rp.startSteady()
 			}
 			rp.steadyIters++
 		}
@@ -205,7 +220,18 @@ func (rp *replayer) step(i int, o op) error {
 	return nil
 }
 
-// closeIteration books the driver calls since the iteration in progress began.
+// startSteady takes the by-kind figures at the first steady iteration.
+func (rp *replayer) startSteady() {
+	if rp.counter != nil {
+		rp.steadyStart = rp.counter.CallsByKind()
+	}
+	if rp.ledger != nil {
+		rp.steadyTallyStart = rp.ledger.Tally()
+	}
+}
+
+// closeIteration books the driver calls, and their estimated time, since the iteration in
+// progress began.
 func (rp *replayer) closeIteration() {
 	calls := rp.a.DriverCalls()
 	if rp.iter < 0 {
@@ -214,6 +240,16 @@ func (rp *replayer) closeIteration() {
 		rp.run.IterCalls[rp.iter] += calls - rp.lastCalls
 	}
 	rp.lastCalls = calls
+	if rp.ledger == nil {
+		return
+	}
+	t := rp.ledger.Time()
+	if rp.iter < 0 {
+		rp.run.SetupTime += t - rp.lastTime
+	} else {
+		rp.run.IterTime[rp.iter] += t - rp.lastTime
+	}
+	rp.lastTime = t
 }
 
 func (rp *replayer) sampleAt(i int) {
@@ -226,17 +262,42 @@ func (rp *replayer) sampleAt(i int) {
 	}
 }
 
-// steadyByKind fills run.SteadyCallsByKind from the counter's figures now and at steady start.
+// steadyByKind fills run.SteadyCallsByKind and run.SteadyTimeByKind from the figures now and at
+// steady start.
 func (rp *replayer) steadyByKind() {
-	if rp.steadyStart == nil {
-		return
-	}
-	rp.run.SteadyCallsByKind = make(map[string]float64)
-	for kind, n := range rp.counter.CallsByKind() {
-		if d := n - rp.steadyStart[kind]; d > 0 {
-			rp.run.SteadyCallsByKind[kind] = float64(d) / float64(rp.steadyIters)
+	if rp.steadyStart != nil {
+		rp.run.SteadyCallsByKind = make(map[string]float64)
+		for kind, n := range rp.counter.CallsByKind() {
+			if d := n - rp.steadyStart[kind]; d > 0 {
+				rp.run.SteadyCallsByKind[kind] = float64(d) / float64(rp.steadyIters)
+			}
 		}
 	}
+	if rp.steadyTallyStart != nil {
+		rp.run.SteadyMsByKind = make(map[string]float64)
+		for kind, c := range rp.ledger.Tally() {
+			if d := c.Time - rp.steadyTallyStart[kind].Time; d > 0 {
+				rp.run.SteadyMsByKind[kind] = *msMean(d, rp.steadyIters)
+			}
+		}
+	}
+}
+
+// MsPerIteration averages IterTime over the iterations numbered in [from, to), in milliseconds;
+// ok is false when the run has none there or is not Timed.
+func (r *Run) MsPerIteration(from, to int) (mean float64, ok bool) {
+	var sum time.Duration
+	n := 0
+	for it, t := range r.IterTime {
+		if it >= from && it < to {
+			sum += t
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return *msMean(sum, n), true
 }
 
 // CallsPerIteration averages IterCalls over the iterations numbered in [from, to); ok is false when
