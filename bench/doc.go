@@ -42,6 +42,23 @@
 //     block larger than any earlier request. Any allocator at near-zero fragmentation must call
 //     the driver in a novel iteration; in the others (repeat iterations) a call is its own doing.
 //     Steady calls per iteration are reported over each kind separately;
+//   - forcing (IterationNeeds.Forced, ForcedPeak; from the trace alone): a lower bound that holds
+//     for every allocator, whatever its policy. Issue 3's target is an uncapped fragmentation of at
+//     most FragmentationTarget (0.02). An allocator that makes no driver call in steady iteration k
+//     holds, when k begins, at least k's peak of live requested bytes P_k; on the trace cut just
+//     before k its fragmentation is then at least 1 - P_prev/P_k, P_prev being the highest peak
+//     before k (setup and earlier iterations). An online allocator cannot know whether the trace
+//     ends there, so when P_k > P_prev/(1 - 0.02) every one that meets the target on every trace
+//     must call the driver in k: k is forced. Forced iterations are novel (by a new peak), not the
+//     reverse. Steady calls (and driver time) per iteration are reported over the forced
+//     iterations and the others, where no allocator is bound to call;
+//   - driver time (CostModel, DriverLedger): the simulated devices take no time, so each
+//     allocator's successful driver calls are recorded with the bytes they cover (gmlake through a
+//     metering wrapper of its stitch.Driver, the baselines at their Device calls) and priced at the
+//     costs measured on the project's H200 (H200: VMM calls per 2 MiB chunk, cuMemAlloc/cuMemFree
+//     per call): estimated milliseconds before the first iteration, per warm-up and per steady
+//     iteration, split as the calls are, and by call kind. It is an estimate of what the same calls
+//     would cost on that GPU, not a measurement (cmd/gpu-replay measures);
 //   - convergence (MeasureConvergence): the trace's iterations replayed several times in a row
 //     (RepeatIterations; resident allocations made once), as the same shapes recur in a long run:
 //     driver calls per iteration in the last repetition, and after how many repetitions one made

@@ -141,9 +141,10 @@ func TestReplayNoveltyAndRepeat(t *testing.T) {
 
 	out, err = runCLI(t, "replay", "--quiet", "--allocators", "direct", "--repeat", "2", path)
 	require.NoError(t, err)
-	assert.Contains(t, out, "novel steady its")
+	assert.Contains(t, out, "steady its forced/novel/all")
+	assert.Contains(t, out, "driver ms/it (H200)")
 	assert.Contains(t, out, "converged after")
-	assert.Contains(t, out, "1/2")
+	assert.Contains(t, out, "1 / 1 / 2")
 	assert.Contains(t, out, "never (2 reps)")
 
 	md := filepath.Join(dir, "RESULTS.md")
@@ -153,9 +154,17 @@ func TestReplayNoveltyAndRepeat(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(report), "--repeat 2")
 	assert.Contains(t, string(report), "- **novel** iterations")
+	assert.Contains(t, string(report), "- **forced** iterations")
+	assert.Contains(t, string(report), "exceeds P_prev / (1 - 0.02)")
+	assert.Contains(t, string(report), "- **driver ms/iter (H200 costs)**")
 	assert.Contains(t, string(report), "- **converged**")
-	assert.Contains(t, string(report), "| novel steady its | novel calls/iter | repeat calls/iter | converged calls/iter | converged after | ns/pair |")
-	assert.Regexp(t, `\| steady\.trace \| direct \| .* \| 1/2 \| 4\.0 \| 2\.0 \| 2\.4 \| never \(2 reps\) \| \d+ \|`, string(report))
+	assert.Contains(t, string(report), "| steady its forced / novel / all | calls/iter forced / unforced | calls/iter novel / repeat | "+
+		"driver ms/iter (H200 costs) | ms/iter novel / repeat | converged calls/iter | converged after | ns/pair |")
+	// Iteration 3 is forced (7 MiB live after 5 MiB). At the H200's costs direct spends there
+	// 0.231 ms (cuMemAlloc of 6 MiB) + 0.25 ms (1000 bytes) + 2 x 0.6 ms (cuMemFree) = 1.68 ms, and in
+	// iteration 4 0.238 ms (4 MiB) + 0.6 ms = 0.84 ms.
+	assert.Regexp(t, `\| steady\.trace \| direct \| .* \| 1 / 1 / 2 \| 4\.0 / 2\.0 \| 4\.0 / 2\.0 \| 1\.3 \| 1\.7 / 0\.84 \| 2\.4 \| never \(2 reps\) \| \d+ \|`, string(report))
+	assert.Contains(t, string(report), "| steady.trace | 1 / 1 / 2 | 1.3 (1.7 / 0.84) |")
 
 	_, err = runCLI(t, "replay", "--quiet", "--repeat=-1", path)
 	assert.Error(t, err)

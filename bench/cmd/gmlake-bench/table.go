@@ -22,7 +22,8 @@ func writeTable(w io.Writer, reports []bench.Report, cols tableColumns) error {
 	if cols.minCapacity {
 		header += "min capacity\tcap/active\t"
 	}
-	header += "setup calls\twarm-up calls/it\tsteady calls/it\tnovel steady its\tnovel calls/it\trepeat calls/it\t"
+	header += "setup calls\twarm-up calls/it\tsteady calls/it\tsteady its forced/novel/all\tcalls/it forced/unforced\t" +
+		"calls/it novel/repeat\tdriver ms/it (H200)\tms/it novel/repeat\t"
 	if cols.repeat {
 		header += "converged calls/it\tconverged after\t"
 	}
@@ -40,8 +41,8 @@ func writeTable(w io.Writer, reports []bench.Report, cols tableColumns) error {
 		if cols.minCapacity {
 			fmt.Fprintf(tw, "%s\t%s\t", gibPtr(r.MinCapacity, r.MinCapacityExact), ratio(r.CapacityOverActive))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t", r.SetupDriverCalls, calls(r.WarmupDriverCallsPerIter),
-			calls(r.SteadyDriverCallsPerIter), novelIters(r), calls(r.SteadyNovelCallsPerIter), calls(r.SteadyRepeatCallsPerIter))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", r.SetupDriverCalls, calls(r.WarmupDriverCallsPerIter),
+			calls(r.SteadyDriverCallsPerIter), steadyIters(r), forcedCalls(r), novelCalls(r), ms(r.SteadyDriverMsPerIter), novelMs(r))
 		if cols.repeat {
 			fmt.Fprintf(tw, "%s\t%s\t", convergedCalls(r), convergedAfter(r))
 		}
@@ -54,12 +55,41 @@ func writeTable(w io.Writer, reports []bench.Report, cols tableColumns) error {
 	return tw.Flush()
 }
 
-// novelIters is "novel/steady" iterations, or "-" for a trace without steady iterations.
-func novelIters(r bench.Report) string {
-	if r.SteadyNovelIters == nil || r.SteadyIters == nil {
+// steadyIters is "forced / novel / all" steady iterations, or "-" for a trace without steady
+// iterations.
+func steadyIters(r bench.Report) string {
+	if r.SteadyForcedIters == nil || r.SteadyNovelIters == nil || r.SteadyIters == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%d/%d", *r.SteadyNovelIters, *r.SteadyIters)
+	return fmt.Sprintf("%d / %d / %d", *r.SteadyForcedIters, *r.SteadyNovelIters, *r.SteadyIters)
+}
+
+// forcedCalls is steady calls per iteration "forced / unforced".
+func forcedCalls(r bench.Report) string {
+	return calls(r.SteadyForcedCallsPerIter) + " / " + calls(r.SteadyUnforcedCallsPerIter)
+}
+
+// novelCalls is steady calls per iteration "novel / repeat".
+func novelCalls(r bench.Report) string {
+	return calls(r.SteadyNovelCallsPerIter) + " / " + calls(r.SteadyRepeatCallsPerIter)
+}
+
+// novelMs is estimated driver milliseconds per steady iteration "novel / repeat".
+func novelMs(r bench.Report) string {
+	return ms(r.SteadyNovelDriverMsPerIter) + " / " + ms(r.SteadyRepeatDriverMsPerIter)
+}
+
+// ms renders milliseconds, "-" when absent.
+func ms(v *float64) string {
+	switch {
+	case v == nil:
+		return "-"
+	case *v == 0:
+		return "0"
+	case *v < 1:
+		return fmt.Sprintf("%.2f", *v)
+	}
+	return fmt.Sprintf("%.1f", *v)
 }
 
 func convergedCalls(r bench.Report) string {
