@@ -84,9 +84,9 @@ type Run struct {
 	SetupTime      time.Duration
 	IterTime       map[int]time.Duration
 	SteadyMsByKind map[string]float64
-	Elapsed           time.Duration // wall time of the replay loop
-	Pairs             int           // allocations made (each later freed or still live at the end)
-	Series            []Point       // sampled active/reserved bytes, when asked for
+	Elapsed        time.Duration // wall time of the replay loop
+	Pairs          int           // allocations made (each later freed or still live at the end)
+	Series         []Point       // sampled active/reserved bytes, when asked for
 }
 
 // OOMEvent says where a replay ran out of memory.
