@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -76,4 +78,18 @@ func TestH200AgainstCompositeMeasurements(t *testing.T) {
 		stitched += H200.VMM(stitch.CallMap, chunk)
 	}
 	assert.InEpsilon(t, float64(1300*time.Microsecond), float64(stitched), 0.5, "stitch of 64 chunks: %s", stitched)
+}
+
+func TestFastLog2(t *testing.T) {
+	for exp := range 64 {
+		assert.Equal(t, float64(exp), fastLog2(1<<exp), "2^%d", exp)
+	}
+	for _, n := range []uint64{3, 5, 255, 1000, 3 * MiB, 1<<40 + 12345} {
+		assert.InDelta(t, math.Log2(float64(n)), fastLog2(n), 0.006, "%d", n)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		n := r.Uint64N(1<<50) + 1
+		assert.InDelta(t, math.Log2(float64(n)), fastLog2(n), 0.006, "%d", n)
+	}
 }

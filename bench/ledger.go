@@ -24,7 +24,7 @@ type CallTally struct {
 // counts every call, failed ones included (a failed call is not in the ledger: its cost was not
 // measured). Make one with newDriverLedger.
 type DriverLedger struct {
-	model CostModel
+	model *CostModel
 	tally [numLedgerKinds]CallTally // by ledgerKind
 	time  time.Duration             // the sum of every tally's Time
 }
@@ -55,7 +55,7 @@ type DriverAccounter interface {
 	DriverLedger() *DriverLedger
 }
 
-func newDriverLedger(m CostModel) *DriverLedger { return &DriverLedger{model: m} }
+func newDriverLedger(m CostModel) *DriverLedger { return &DriverLedger{model: &m} }
 
 func (l *DriverLedger) record(kind ledgerKind, bytes uint64, t time.Duration) {
 	c := &l.tally[kind]

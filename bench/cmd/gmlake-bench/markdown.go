@@ -190,7 +190,7 @@ func writeDriverTime(b *strings.Builder, names []string, byTrace map[string][]be
 	allocs := allocatorsOf(names, byTrace)
 	b.WriteString("## Driver time per steady iteration (ms, estimated at the H200's costs)\n\n" +
 		"Mean over the steady iterations; in brackets the mean over the forced iterations and over the others " +
-		"(forced / unforced), where the trace has both.\n\n| trace | steady its forced / novel / all |")
+		"(forced / unforced), where the trace has both and the mean is not 0.\n\n| trace | steady its forced / novel / all |")
 	for _, a := range allocs {
 		fmt.Fprintf(b, " %s |", a)
 	}
@@ -205,7 +205,8 @@ func writeDriverTime(b *strings.Builder, names []string, byTrace map[string][]be
 					continue
 				}
 				its, cells[i] = steadyIters(r), ms(r.SteadyDriverMsPerIter)
-				if r.SteadyForcedDriverMsPerIter != nil && r.SteadyUnforcedDriverMsPerIter != nil {
+				if r.SteadyForcedDriverMsPerIter != nil && r.SteadyUnforcedDriverMsPerIter != nil &&
+					r.SteadyDriverMsPerIter != nil && *r.SteadyDriverMsPerIter > 0 {
 					cells[i] += fmt.Sprintf(" (%s / %s)", ms(r.SteadyForcedDriverMsPerIter), ms(r.SteadyUnforcedDriverMsPerIter))
 				}
 			}
