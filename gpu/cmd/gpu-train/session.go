@@ -280,19 +280,28 @@ func (ru *run) largestBatch(r *result, log io.Writer) error {
 		b = max(ru.c.Batch+1, int(float64(r.Capacity-r.WeightsBytes)/perSample))
 	}
 	stride, succeeded := max(1, b/8), false
+	hostMax, avail := ru.hostBound()
 	for {
 		if time.Now().After(deadline) {
 			r.MaxBatchNote = "search stopped at --bisect-limit"
 			break
 		}
-		start := time.Now()
-		ok, err := ru.try(b)
-		if err != nil {
-			return fmt.Errorf("batch %d: %w", b, err)
+		ok := false
+		if hostMax > 0 && b > hostMax {
+			// Not tried: the host could not pin its activations (see hostShare).
+			fmt.Fprintf(log, "%s/%s: batch %d: not tried: its offloaded activations would pin more than %.0f%% of the host's %.1f GiB available\n",
+				r.Model, r.Allocator, b, 100*hostShare, gib(avail))
+			r.MaxBatchNote = fmt.Sprintf("offload: batches above %d not tried (host memory)", hostMax)
+		} else {
+			start := time.Now()
+			var err error
+			if ok, err = ru.try(b); err != nil {
+				return fmt.Errorf("batch %d: %w", b, err)
+			}
+			fmt.Fprintf(log, "%s/%s: batch %d: %v in %v (peak reserved %.2f GiB)\n", r.Model, r.Allocator, b,
+				map[bool]string{true: "ok", false: "out of memory"}[ok], time.Since(start).Round(time.Millisecond),
+				gib(ru.pool.PeakReserved()))
 		}
-		fmt.Fprintf(log, "%s/%s: batch %d: %v in %v (peak reserved %.2f GiB)\n", r.Model, r.Allocator, b,
-			map[bool]string{true: "ok", false: "out of memory"}[ok], time.Since(start).Round(time.Millisecond),
-			gib(ru.pool.PeakReserved()))
 		if ok {
 			lo, succeeded = b, true
 		} else {
