@@ -58,7 +58,8 @@
 //     costs measured on the project's H200 (H200: VMM calls per 2 MiB chunk, cuMemAlloc/cuMemFree
 //     per call): estimated milliseconds before the first iteration, per warm-up and per steady
 //     iteration, split as the calls are, and by call kind. It is an estimate of what the same calls
-//     would cost on that GPU, not a measurement (cmd/gpu-replay measures);
+//     would cost on that GPU, not a measurement: cmd/gpu-replay measures, and found gmlake's steady
+//     iterations 1.3-1.9 times slower in the driver than this estimate (see CostModel);
 //   - convergence (MeasureConvergence): the trace's iterations replayed several times in a row
 //     (RepeatIterations; resident allocations made once), as the same shapes recur in a long run:
 //     driver calls per iteration in the last repetition, and after how many repetitions one made

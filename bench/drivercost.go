@@ -19,10 +19,17 @@ import (
 // info: host-side queries of microseconds, and a synchronize's wait is the training's work, not
 // the allocator's).
 //
-// Cross-check against that table's composite figures: the model puts a naive VMM allocation of
-// 2 GiB (1024 chunks created, mapped and made accessible one by one) at 38 ms against 32 ms
-// measured, and a stitch of 64 existing chunks (reserve, 64 maps, one set access) at 1.8 ms against
-// 1.3 ms: it overestimates VMM work by roughly 20-40%, so its figures for gmlake are an upper end.
+// Two cross-checks, which disagree in direction:
+//   - against that table's composite figures, the model overestimates: it puts a naive VMM
+//     allocation of 2 GiB (1024 chunks created, mapped and made accessible one by one) at 38 ms
+//     against 32 ms measured, and a stitch of 64 existing chunks (reserve, 64 maps, one set access)
+//     at 1.8 ms against 1.3 ms;
+//   - against the time cmd/gpu-replay measured in the driver on the same H200 (2026-11-29), with
+//     gmlake replaying the traces of ../shared/traces and making the same calls as here, it
+//     underestimates: steady iterations spent 1.3-1.9 times the model's figure there, cuMemSetAccess
+//     about 35-47 µs per chunk instead of 27, cuMemCreate 2-3.6 times its figure.
+//
+// So read its figures as the order of magnitude, more likely low than high for gmlake.
 type CostModel struct {
 	Chunk uint64 // the unit of the per-chunk costs: 2 MiB, CUDA's VMM granularity
 

@@ -75,8 +75,11 @@ func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, 
 		"free 2 GiB mapped as 1024 chunks, less the unmap's share). Per call: cuMemAddressReserve 17 µs; cuMemAlloc " +
 		"0.25 ms up to 2 MiB and 0.13 ms from 2 GiB, linear in log2(size) between (both measured); cuMemFree 0.6 ms " +
 		"(measured at 2 GiB only, used for every size). Events, synchronize and memory queries cost nothing here. The " +
-		"simulated devices take no time: this is what the same calls would cost on the GPU, one run's figures; against " +
-		"GPU.md's composite measurements the model overestimates VMM work by 20-40%. **ms/iter novel / repeat** splits it " +
+		"simulated devices take no time: this is what the same calls would cost on the GPU, from one run's figures. Against " +
+		"GPU.md's composite measurements the model overestimates VMM work by 20-40%, but against the time `gpu-replay` " +
+		"measured in the driver on the same H200 (gmlake replaying these traces, same calls) it underestimates: steady " +
+		"iterations took 1.3-1.9 times the figures here (cuMemSetAccess about 35-47 µs per chunk, cuMemCreate 2-3.6 times " +
+		"its figure). Read them as an order of magnitude, more likely low than high. **ms/iter novel / repeat** splits it " +
 		"as the calls (`--json` also has forced / unforced, and milliseconds by call kind).\n")
 	if repeat > 0 {
 		fmt.Fprintf(&b, "- **converged**: the iterations (from the first `i` marker to the end) replayed %d times in a row "+
