@@ -140,7 +140,7 @@ func markdown(w io.Writer, recs []record, header string) {
 		}
 	}
 	fmt.Fprintf(w, "%s\n\n", header)
-	fmt.Fprintln(w, "| trace | allocator | peak active GiB | peak reserved GiB (GPU / sim) | capacity / active (sim min) | runs at it on GPU | fails 2 MiB below on GPU | setup: calls, ms in driver | warm-up: calls/iter, ms in driver | steady: calls/iter, ms in driver | steady ns per alloc+free (GPU / sim) |")
+	fmt.Fprintln(w, "| trace | allocator | peak active GiB | peak reserved GiB (GPU / sim) | capacity / active (sim min) | runs at it on GPU | fails 2 MiB below on GPU | setup: calls, ms in driver | warm-up: calls/iter, ms in driver (all 3 its) | steady: calls/iter, ms in driver (all its) | steady ns per alloc+free (GPU / sim) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, t := range traces {
 		for _, alloc := range []string{"gmlake", "gorgonia", "direct"} {
