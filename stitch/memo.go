@@ -224,7 +224,7 @@ func (e *Engine) followed(r uint64) (home, bool) {
 		return home{}, false
 	}
 	if m[e.cursor].size != r {
-		e.follow, e.leftMemo = nil, true // the iteration has left the memo's script
+		e.follow = nil // the iteration left the memo's script: memoPlace hands over, if another memo agrees
 		return home{}, false
 	}
 	return m[e.cursor].at, true
