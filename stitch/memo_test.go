@@ -172,23 +172,34 @@ func TestMemoConvergesOnTraces(t *testing.T) {
 	}
 }
 
-// TestMemoConvergesOnGPUTrainTrace replays the allocation trace gpu-train recorded on an H200
-// (GPT-2-XL shapes, LoRA, no recomputation, four sequence lengths in random order, testdata) four
-// times in a row with marks: each step's shape recurs after different predecessors, and the fourth
-// repetition makes no driver call. Without marks every repetition makes hundreds.
-func TestMemoConvergesOnGPUTrainTrace(t *testing.T) {
+// TestMemoConvergesOnGPUTrainTraces replays allocation traces gpu-train recorded on an H200 four
+// times in a row with marks: GPT-2-XL shapes, LoRA, no recomputation, four sequence lengths in
+// random order (testdata), and the two traces of gpu/results/2026-11-29-40GiB, whose runs end with
+// a batch search (steps at other batches, some cut short by out-of-memory): each step's shape recurs
+// after different predecessors, and the fourth repetition makes no driver call. Without marks every
+// repetition makes hundreds. The batch-search traces need the hand-over between memos: a step
+// whose script begins like one remembered shape and goes on like another.
+func TestMemoConvergesOnGPUTrainTraces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
-	tr, err := trace.ReadFile(filepath.Join("testdata", "gpt2xl-lora-h200-gpu-train.trace.gz"))
-	require.NoError(t, err)
-	per := len(tr.Iterations())
-	res := replayMarked(t, cycled(tr, 4), 0, 0, true)
-	require.NoError(t, res.oom)
-	calls := res.callsPerIter
-	require.Len(t, calls, 4*per)
-	t.Logf("driver calls per iteration %v", calls)
-	for i := 3 * per; i < len(calls); i++ {
-		assert.Zero(t, calls[i], "iteration %d (repetition 4)", i)
+	for _, path := range []string{
+		filepath.Join("testdata", "gpt2xl-lora-h200-gpu-train.trace.gz"),
+		filepath.Join("..", "gpu", "results", "2026-11-29-40GiB", "traces", "gpt2-xl-gmlake.trace.gz"),
+		filepath.Join("..", "gpu", "results", "2026-11-29-40GiB", "traces", "opt-1.3b-gmlake.trace.gz"),
+	} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			tr, err := trace.ReadFile(path)
+			require.NoError(t, err)
+			per := len(tr.Iterations())
+			res := replayMarked(t, cycled(tr, 4), 0, 0, true)
+			require.NoError(t, res.oom)
+			calls := res.callsPerIter
+			require.Len(t, calls, 4*per)
+			t.Logf("driver calls per iteration %v", calls)
+			for i := 3 * per; i < len(calls); i++ {
+				assert.Zero(t, calls[i], "iteration %d (repetition 4)", i)
+			}
+		})
 	}
 }
