@@ -62,6 +62,12 @@ bench:
 		--allocators gmlake,gmlake-unmarked,gorgonia,caching --markdown bench/RESULTS-own.md \
 		$(OWN_TRACES)
 
+# The committed reports above (and SHARDING.* below) are regenerated and compared with what is
+# committed, ignoring wall times and the date: stale figures fail (CI runs it).
+.PHONY: results-check
+results-check:
+	./scripts/results-fresh.sh
+
 # ---- Sharded data parallelism by simulation: per-rank traces of ZeRO fine-tuning for N = 1..16
 # through the simulated allocators (dist/shardsim); writes bench/SHARDING.md and SHARDING.jsonl.
 .PHONY: shard-sim
