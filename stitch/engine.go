@@ -60,13 +60,14 @@ type Engine struct {
 	homes      map[uint64][]home // places where blocks of each size lay (homes.go)
 
 	// Iteration memos (memo.go).
-	marked   bool        // MarkIteration has been called
-	iterOrd  uint64      // requests since the last mark, this one included
-	memoCur  []memoEntry // where the current iteration's large requests went
-	memos    []memo      // remembered iterations, most recent last
-	follow   memo        // the memo the current iteration follows; nil if none
-	cursor   int         // index in follow of the next entry
-	leftMemo bool        // the current iteration left a memo: a new shape
+	marked     bool        // MarkIteration has been called
+	iterOrd    uint64      // requests since the last mark, this one included
+	memoCur    []memoEntry // where the current iteration's large requests went
+	memos      []memo      // remembered iterations, most recent last
+	remembered int         // entries in memos, all together
+	follow     memo        // the memo the current iteration follows; nil if none
+	cursor     int         // index in follow of the next entry
+	leftMemo   bool        // the current iteration left a memo: a new shape
 
 	// Small pool (small.go).
 	pages      map[uint64]*page

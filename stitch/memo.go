@@ -28,14 +28,17 @@ import (
 // memos of other shapes piecemeal only scatters it), and remembered in turn. So an iteration of a
 // shape seen before replays the placements of the last one, stitched blocks included, and makes no
 // driver call: every shared trace repeated four times in a row makes none in its fourth repetition
-// (TestMemoConvergesOnTraces), and so does a trace gpu-train recorded on an H200
-// (TestMemoConvergesOnGPUTrainTrace).
+// (TestMemoConvergesOnTraces), and so do the traces gpu-train recorded on an H200
+// (TestMemoConvergesOnGPUTrainTraces).
 //
 // Cost: one counter increment per request; when marked, one append per large request, and per exact
 // match of a large size a cursor step in the followed memo and an owner-index lookup
 // (BenchmarkExactPairMarked: the same as unmarked). Choosing a memo compares the iteration so far
-// with each remembered one, once per iteration or hand-over. At most maxMemos iterations are
-// remembered; an iteration identical to a remembered one replaces it.
+// with each remembered one, once per iteration or hand-over. The least recently seen memos are
+// forgotten past maxRemembered requests in all (an iteration identical to a remembered one replaces
+// it): with dynamic padding a run may cycle through a hundred shapes or more (lengths 128-1024 in
+// steps of 8 are 113), and a shape whose memo was forgotten before it recurs is placed anew, with
+// driver calls, every time (TestMemoManyShapes).
 
 // memoEntry is one large request of a remembered iteration.
 type memoEntry struct {
@@ -53,8 +56,13 @@ func (m memo) at(ord uint64) (int, bool) {
 	return slices.BinarySearchFunc(m, ord, func(x memoEntry, o uint64) int { return cmp.Compare(x.ord, o) })
 }
 
-// maxMemos bounds the iterations remembered: the distinct shapes a run cycles through.
-const maxMemos = 64
+// maxRemembered bounds the requests all memos hold together (a memoEntry is 40 bytes: 80 MiB), so
+// that memos cost host memory in proportion to the script, not to the number of shapes; maxMemos
+// bounds their number, which the choice of a memo walks.
+const (
+	maxRemembered = 1 << 21
+	maxMemos      = 4096
+)
 
 // maxMemoEntries bounds one iteration's memo; requests past it are not remembered.
 const maxMemoEntries = 1 << 18
@@ -82,9 +90,13 @@ func (e *Engine) MarkIteration() {
 		e.memos = slices.Delete(e.memos, i, i+1)
 	} else {
 		m = slices.Clone(e.memoCur)
-		if len(e.memos) == maxMemos {
-			e.memos = slices.Delete(e.memos, 0, 1)
+		e.remembered += len(m)
+		forget := 0
+		for forget < len(e.memos) && (e.remembered > maxRemembered || len(e.memos)-forget >= maxMemos) {
+			e.remembered -= len(e.memos[forget])
+			forget++
 		}
+		e.memos = slices.Delete(e.memos, 0, forget)
 	}
 	e.memos = append(e.memos, m)
 	e.memoCur = e.memoCur[:0]
