@@ -34,7 +34,9 @@ func (e *Engine) reuse(b *block, size uint64) uintptr {
 		e.smallAge.unlink(b)
 	} else {
 		e.largeAge.unlink(b)
-		e.recordPlace(b, false)
+		if b.size >= e.cfg.smallThreshold { // memos hold large requests only
+			e.recordPlace(b, false)
+		}
 	}
 	e.markLive(b, size)
 	e.outcomes[OutcomeExact]++

@@ -29,7 +29,11 @@
 //     rounded up to G: 2 MiB by default, one 64 KiB chunk for a 32 KiB threshold over 64 KiB
 //     chunks; WithSmallPageSize sets it), large blocks that the small pool takes where a page lay
 //     before, else from the lowest free range that holds one, else from the large pool like any
-//     request (so a page may itself be stitched); small blocks are never stitched. A page whose
+//     request (so a page may itself be stitched); small blocks are never stitched. A small
+//     request of at least a quarter page that no page can hold while a quarter of the small pool
+//     is free is carved from the large pool's free memory instead, as a primitive block below
+//     the threshold (small.go): near the threshold, pages fragmented by other sizes would
+//     otherwise keep being added. A page whose
 //     blocks are all free is given back only when a large request lacks memory that the capacity
 //     does not allow to create: pages given back and made again land elsewhere, and their cached
 //     small blocks are lost.

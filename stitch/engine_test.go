@@ -177,6 +177,41 @@ func TestEmptyPageGoesBackToTheLargePool(t *testing.T) {
 	h.closeAndCheckLeaks()
 }
 
+// TestNearThresholdRequestLeavesThePagesAlone: pages split by blocks of another size have free
+// ranges too short for a request just under the threshold although they add up to more than one
+// page; the request is carved from the large pool's free memory, no page is added, and freed it
+// serves the next such request exactly.
+func TestNearThresholdRequestLeavesThePagesAlone(t *testing.T) {
+	h := newHarness(t, nil)
+	large, err := h.alloc(7*MiB, 0) // four chunks: one free MiB after it in the large pool
+	require.NoError(t, err)
+	var small []uintptr
+	for range 16 { // four per page
+		p, err := h.alloc(500*KiB, 0)
+		require.NoError(t, err)
+		small = append(small, p)
+	}
+	pages := h.e.Stats().SmallPages
+	require.Equal(t, 4, pages)
+	for i := 0; i < len(small); i += 2 { // two 500 KiB holes per page, apart
+		require.NoError(t, h.free(small[i]))
+	}
+	calls := h.d.TotalCalls()
+	near, err := h.alloc(960*KiB, 0)
+	require.NoError(t, err)
+	h.check("after the near-threshold request")
+	assert.Equal(t, pages, h.e.Stats().SmallPages, "no page added")
+	assert.Equal(t, calls, h.d.TotalCalls(), "no driver call")
+	assert.GreaterOrEqual(t, near, large+7*MiB, "in the free MiB after the large block")
+
+	require.NoError(t, h.free(near))
+	again, err := h.alloc(960*KiB, 0)
+	require.NoError(t, err)
+	assert.Equal(t, near, again, "an exact match")
+	h.check("after the exact match")
+	h.closeAndCheckLeaks()
+}
+
 func TestOutOfMemory(t *testing.T) {
 	h := newHarness(t, []sim.Option{sim.WithCapacity(8 * MiB)})
 	a, err := h.alloc(3*MiB, 0)

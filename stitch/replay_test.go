@@ -291,9 +291,9 @@ func TestSecondStreamMemoryIsReused(t *testing.T) {
 }
 
 // TestPeriodicTracesConverge repeats iteration 2 of every shared trace twelve times (a training
-// loop whose shapes do not change). Where the layout settles (most traces), the last repetitions
-// make no driver call at all; everywhere, the later repetitions make at most a tenth of the calls
-// of the first.
+// loop whose shapes do not change), without iteration marks. Where the layout settles (most
+// traces), the last repetitions make no driver call at all; everywhere, the later half of the
+// repetitions makes on average at most a tenth of the calls of the first.
 func TestPeriodicTracesConverge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
@@ -311,9 +311,11 @@ func TestPeriodicTracesConverge(t *testing.T) {
 			require.NoError(t, res.oom)
 			calls := res.callsPerIter
 			t.Logf("driver calls per repetition %v", calls)
-			for i := len(calls) / 2; i < len(calls); i++ {
-				assert.LessOrEqual(t, 10*calls[i], calls[0], "repetition %d", i)
+			var later uint64
+			for _, c := range calls[len(calls)/2:] {
+				later += c
 			}
+			assert.LessOrEqual(t, 10*later, calls[0]*uint64(len(calls)-len(calls)/2), "calls in the later half")
 			if settles[name] {
 				for i := len(calls) - 3; i < len(calls); i++ {
 					assert.Zero(t, calls[i], "repetition %d", i)

@@ -11,7 +11,8 @@ type page struct {
 }
 
 // allocSmall serves a request below the small threshold: best fit among the pages' free ranges,
-// then after flushing cached small blocks, then from a new page.
+// then after flushing cached small blocks, then (near the threshold) from the large pool's free
+// memory, then from a new page.
 func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 	if b := e.carveSmall(r); b != nil {
 		return b, OutcomeSplit, nil
@@ -20,6 +21,9 @@ func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 		if b := e.carveSmall(r); b != nil {
 			return b, OutcomeSplit, nil
 		}
+	}
+	if b := e.carveNearThreshold(r); b != nil {
+		return b, OutcomeSplit, nil
 	}
 	// A page goes to the lowest free range that holds it, so that pages gather in one place from
 	// one iteration to the next instead of landing in whatever gap between large blocks fits.
@@ -50,6 +54,21 @@ func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 		out = OutcomeSplit
 	}
 	return b, out, nil
+}
+
+// carveNearThreshold serves a small request of at least a quarter page from the large pool's free
+// memory, as a primitive block, when no page has room for it although a quarter of the small pool
+// is free. Such a request takes a large share of any page (near the threshold a page holds two), so
+// the free ranges that small blocks of other sizes leave in the pages soon cannot hold it however
+// many bytes they add up to; a new page for it would be one more page for good, in a place the
+// iteration memos may give large blocks (a run whose small pool creeps by a page or two per cycle
+// of shapes never stops calling the driver). The large pool's best fit takes the shortest free
+// range that holds it, often a piece a stitch could not use. nil when nothing fits.
+func (e *Engine) carveNearThreshold(r uint64) *block {
+	if r < e.pageSize/4 || 4*e.smallFree.bytes < uint64(len(e.pages))*e.pageSize {
+		return nil
+	}
+	return e.carveLarge(r)
 }
 
 // carveSmall takes r bytes from the best-fitting free range of any page.
