@@ -38,7 +38,7 @@ import (
 // forgotten past maxRemembered requests in all (an iteration identical to a remembered one replaces
 // it): with dynamic padding a run may cycle through a hundred shapes or more (lengths 128-1024 in
 // steps of 8 are 113), and a shape whose memo was forgotten before it recurs is placed anew, with
-// driver calls, every time (TestMemoManyShapes).
+// driver calls, every time (reliability.TestMarkedRunOfManyShapes).
 
 // memoEntry is one large request of a remembered iteration.
 type memoEntry struct {
