@@ -40,7 +40,10 @@ type Report struct {
 	MinCapacity        *uint64  `json:"min_capacity,omitempty"`
 	CapacityOverActive *float64 `json:"capacity_over_active,omitempty"`
 	MinCapacityExact   *bool    `json:"min_capacity_exact,omitempty"`
-	Replays            int      `json:"replays"`
+	// MinCapacityBinding: why the largest capacity below MinCapacity that was tried failed (the
+	// out-of-memory there); see Bisection.Binding.
+	MinCapacityBinding *OOMEvent `json:"min_capacity_binding,omitempty"`
+	Replays            int       `json:"replays"`
 
 	// Driver calls: before the first iteration, mean per warm-up iteration (0..SteadyFrom-1) and
 	// per steady iteration (SteadyFrom on); absent when the trace has no such iterations.
@@ -137,6 +140,7 @@ func Measure(p *Prepared, spec Spec, o MeasureOptions) (Report, error) {
 		}
 		ratio := float64(b.Capacity) / float64(max(run.PeakActive, 1))
 		rep.MinCapacity, rep.CapacityOverActive, rep.MinCapacityExact = &b.Capacity, &ratio, &b.Exact
+		rep.MinCapacityBinding = b.Binding
 	}
 	return rep, nil
 }
@@ -200,6 +204,10 @@ type Bisection struct {
 	Capacity uint64 // smallest capacity found that replays without out-of-memory
 	Exact    bool   // false: the time limit stopped the search and Capacity is only an upper bound
 	Replays  int
+	// Binding is the out-of-memory one step below Capacity (when Exact): the request the allocator
+	// could not serve there and what its error said (for gmlake: free bytes, in how many pieces, the
+	// largest, what stitching could reach).
+	Binding *OOMEvent
 }
 
 // ErrNotMonotone is returned when no capacity up to 16 times the uncapped peak reserved replays.
@@ -216,11 +224,15 @@ func MinCapacity(p *Prepared, spec Spec, peakActive, peakReserved, step uint64, 
 	}
 	var b Bisection
 	deadline := time.Now().Add(limit)
+	failed := make(map[uint64]*OOMEvent)
 	fits := func(capacity uint64) (bool, error) {
 		b.Replays++
 		run, err := replayFresh(p, spec, capacity, 0)
 		if err != nil {
 			return false, err
+		}
+		if run.OOM != nil {
+			failed[capacity] = run.OOM
 		}
 		return run.OOM == nil, nil
 	}
@@ -256,6 +268,12 @@ func MinCapacity(p *Prepared, spec Spec, peakActive, peakReserved, step uint64, 
 			lo = mid
 		}
 	}
-	b.Capacity = hi
+	if _, tried := failed[lo]; !tried && b.Exact && lo > 0 {
+		// The bound below peak active was never replayed: once, to say where it fails.
+		if _, err := fits(lo); err != nil {
+			return b, err
+		}
+	}
+	b.Capacity, b.Binding = hi, failed[lo]
 	return b, nil
 }

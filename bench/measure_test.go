@@ -65,6 +65,10 @@ func TestMinCapacityFineStep(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3072+6144), b.Capacity, "3000 and 6000 rounded to 512")
 	assert.True(t, b.Exact)
+	require.NotNil(t, b.Binding, "one step below, the last allocation fails")
+	assert.Equal(t, 3, b.Binding.Event)
+	assert.Equal(t, uint64(6000), b.Binding.Requested)
+	assert.Equal(t, uint64(3000), b.Binding.Active)
 }
 
 func TestMeasureOOMAtCapacity(t *testing.T) {

@@ -169,3 +169,10 @@ func TestReplayNoveltyAndRepeat(t *testing.T) {
 	_, err = runCLI(t, "replay", "--quiet", "--repeat=-1", path)
 	assert.Error(t, err)
 }
+
+func TestBindingCause(t *testing.T) {
+	msg := "stitch: out of memory: asked 688319872 bytes (688320000 rounded); 182003712 bytes free in 288 pieces, " +
+		"largest 3575808, stitching reaches 3796992; 10563354624 of 11181323061 bytes reserved: stitch: more: out of memory"
+	assert.Equal(t, "173.57 MiB in 288 pieces (largest 3.41 MiB); a stitch reaches 3.62 MiB", bindingCause(msg))
+	assert.Equal(t, "direct: cuMemAlloc refused", bindingCause("direct: cuMemAlloc refused"), "another form: as it is")
+}

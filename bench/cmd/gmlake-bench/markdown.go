@@ -101,6 +101,7 @@ func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, 
 	writeSummary(&b, names, byTrace, anchors)
 	writeDriverTime(&b, names, byTrace)
 	writeDetail(&b, names, byTrace, anchors)
+	writeBinding(&b, names, byTrace)
 	if len(anchors) > 0 {
 		writeCachingCheck(&b, names, byTrace, anchors)
 	}
@@ -311,4 +312,47 @@ func writeCachingCheck(b *strings.Builder, names []string, byTrace map[string][]
 
 func relative(ours, theirs uint64) string {
 	return fmt.Sprintf("%s / %s (%+.1f%%)", bench.FormatGiB(ours), bench.FormatGiB(theirs), 100*(float64(ours)/float64(theirs)-1))
+}
+
+// writeBinding says, for each trace, what gmlake could not serve one bisection step below its
+// minimum capacity: what limits it.
+func writeBinding(b *strings.Builder, names []string, byTrace map[string][]bench.Report) {
+	var rows []string
+	for _, n := range names {
+		for _, r := range byTrace[n] {
+			if r.Allocator != "gmlake" || r.MinCapacityBinding == nil {
+				continue
+			}
+			o := r.MinCapacityBinding
+			rows = append(rows, fmt.Sprintf("| %s | %s | %d | %s | %s |", n, bench.FormatBytes(o.Requested), o.Iteration,
+				bench.FormatBytes(o.Active), bindingCause(o.Message)))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("## What limits gmlake: the request that fails one step below its minimum capacity\n\n" +
+		"Replayed under (min capacity - 2 MiB): the first request gmlake cannot serve, the iteration, the bytes live " +
+		"then, and what was free (free bytes, in how many pieces, the largest piece, and the most a stitch of the free " +
+		"pieces could reach: a stitched range maps whole chunks, so a free piece inside one chunk, or the partial chunks " +
+		"at the ends of a middle piece, cannot join one).\n\n" +
+		"| trace | request | iteration | live then | free then |\n|---|---:|---:|---:|---|\n")
+	b.WriteString(strings.Join(rows, "\n") + "\n\n")
+}
+
+// bindingCause is the part of an engine out-of-memory message that describes the free memory, or
+// the whole message when it has another form.
+func bindingCause(msg string) string {
+	_, rest, ok := strings.Cut(msg, "rounded); ")
+	if !ok {
+		return msg
+	}
+	cause, _, _ := strings.Cut(rest, "; ")
+	var free, pieces, largest, reach uint64
+	if n, _ := fmt.Sscanf(cause, "%d bytes free in %d pieces, largest %d, stitching reaches %d",
+		&free, &pieces, &largest, &reach); n == 4 {
+		return fmt.Sprintf("%s in %d pieces (largest %s); a stitch reaches %s", bench.FormatBytes(free), pieces,
+			bench.FormatBytes(largest), bench.FormatBytes(reach))
+	}
+	return cause
 }
