@@ -157,18 +157,21 @@ func TestMemoConvergesOnTraces(t *testing.T) {
 	require.NotEmpty(t, names)
 	for _, path := range names {
 		name := filepath.Base(path)
-		t.Run(name, func(t *testing.T) {
-			tr := tracetest.Load(t, name)
-			per := len(tr.Iterations())
-			res := replayMarked(t, cycled(tr, 4), 0, 0, true)
-			require.NoError(t, res.oom)
-			calls := res.callsPerIter
-			require.Len(t, calls, 4*per)
-			t.Logf("driver calls per iteration %v", calls)
-			for i := 3 * per; i < len(calls); i++ {
-				assert.Zero(t, calls[i], "iteration %d (repetition 4)", i)
-			}
-		})
+		t.Run(name, func(t *testing.T) { assertFourthRepetitionQuiet(t, tracetest.Load(t, name)) })
+	}
+}
+
+// assertFourthRepetitionQuiet replays tr's iterations four times in a row with marks and checks that
+// the fourth repetition makes no driver call.
+func assertFourthRepetitionQuiet(t *testing.T, tr *trace.Trace) {
+	per := len(tr.Iterations())
+	res := replayMarked(t, cycled(tr, 4), 0, 0, true)
+	require.NoError(t, res.oom)
+	calls := res.callsPerIter
+	require.Len(t, calls, 4*per)
+	t.Logf("driver calls per iteration %v", calls)
+	for i := 3 * per; i < len(calls); i++ {
+		assert.Zero(t, calls[i], "iteration %d (repetition 4)", i)
 	}
 }
 
@@ -191,15 +194,7 @@ func TestMemoConvergesOnGPUTrainTraces(t *testing.T) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			tr, err := trace.ReadFile(path)
 			require.NoError(t, err)
-			per := len(tr.Iterations())
-			res := replayMarked(t, cycled(tr, 4), 0, 0, true)
-			require.NoError(t, res.oom)
-			calls := res.callsPerIter
-			require.Len(t, calls, 4*per)
-			t.Logf("driver calls per iteration %v", calls)
-			for i := 3 * per; i < len(calls); i++ {
-				assert.Zero(t, calls[i], "iteration %d (repetition 4)", i)
-			}
+			assertFourthRepetitionQuiet(t, tr)
 		})
 	}
 }

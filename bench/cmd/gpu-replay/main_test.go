@@ -45,13 +45,19 @@ func synthetic() *trace.Trace {
 	return t
 }
 
-func TestSimOnlyRun(t *testing.T) {
-	dir := t.TempDir()
+// writeSynthetic writes the synthetic trace into dir and returns its path.
+func writeSynthetic(t *testing.T, dir string) string {
 	path := filepath.Join(dir, "synthetic.trace.gz")
 	f, err := os.Create(path)
 	require.NoError(t, err)
 	require.NoError(t, trace.Write(f, synthetic()))
 	require.NoError(t, f.Close())
+	return path
+}
+
+func TestSimOnlyRun(t *testing.T) {
+	dir := t.TempDir()
+	path := writeSynthetic(t, dir)
 
 	c := cli{Traces: []string{path}, SimOnly: true, Allocators: []string{"gmlake", "gorgonia", "direct"},
 		JSON: filepath.Join(dir, "out.jsonl"), Markdown: filepath.Join(dir, "out.md")}
@@ -100,11 +106,7 @@ func TestSimOnlyRun(t *testing.T) {
 
 func TestSimOnlyRepeated(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "synthetic.trace.gz")
-	f, err := os.Create(path)
-	require.NoError(t, err)
-	require.NoError(t, trace.Write(f, synthetic()))
-	require.NoError(t, f.Close())
+	path := writeSynthetic(t, dir)
 
 	c := cli{Traces: []string{path}, SimOnly: true, Allocators: []string{"gmlake"}, Repeat: 4,
 		JSON: filepath.Join(dir, "out.jsonl"), Markdown: filepath.Join(dir, "out.md")}

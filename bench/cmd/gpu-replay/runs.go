@@ -55,18 +55,7 @@ func (c *cli) simRuns(p *prepared, prior map[string]record, device uint64, log i
 	start := time.Now()
 	rec := base
 	rec.Allocator, rec.Run = "gmlake", "uncapped"
-	clock := &callClock{}
-	a, err := newEngineAllocator(timedDriver{d: sim.New(sim.WithGranularity(granularity), sim.WithCapacity(device)), clock: clock}, 0)
-	if err == nil {
-		var r *result
-		r, err = replay(p, a, clock, &streams{}, false, 0)
-		if r != nil {
-			rec.fill(r, clock)
-			rec.fillEngine(a.Engine().Stats())
-		}
-		err = errors.Join(err, a.Check(), a.Close())
-	}
-	rec.setError(err)
+	simEngine(p, device, &rec)
 	recs = append(recs, rec)
 	c.progress(log, &rec, time.Since(start))
 
@@ -90,7 +79,7 @@ func (c *cli) simRuns(p *prepared, prior map[string]record, device uint64, log i
 	start = time.Now()
 	ff := base
 	ff.Allocator, ff.Run = "gorgonia", "arena"
-	clock = &callClock{}
+	clock := &callClock{}
 	pool, err := bench.NewFirstFit(timedDevice{d: bench.NewSimDevice(), clock: clock}, unboundedArena)
 	if err == nil {
 		var r *result
@@ -146,13 +135,9 @@ func (c *cli) gpuRuns(p *prepared, drv *cuda.Driver, simRecs []record, log io.Wr
 	return recs
 }
 
-// repeatRuns replays p, a trace with repeated iterations, through the engine without a capacity
-// limit: on the simulator, and on the GPU when drv is not nil.
-func (c *cli) repeatRuns(p *prepared, drv *cuda.Driver, device uint64, log io.Writer) []record {
-	var recs []record
-	start := time.Now()
-	rec := record{Trace: p.name, Workload: p.workload, Allocator: "gmlake", Driver: "sim", Run: "repeated",
-		Repetitions: p.phases.times}
+// simEngine replays p through the engine on a simulated device of device bytes, with no capacity
+// limit, into rec.
+func simEngine(p *prepared, device uint64, rec *record) {
 	clock := &callClock{}
 	a, err := newEngineAllocator(timedDriver{d: sim.New(sim.WithGranularity(granularity), sim.WithCapacity(device)), clock: clock}, 0)
 	if err == nil {
@@ -165,6 +150,16 @@ func (c *cli) repeatRuns(p *prepared, drv *cuda.Driver, device uint64, log io.Wr
 		err = errors.Join(err, a.Check(), a.Close())
 	}
 	rec.setError(err)
+}
+
+// repeatRuns replays p, a trace with repeated iterations, through the engine without a capacity
+// limit: on the simulator, and on the GPU when drv is not nil.
+func (c *cli) repeatRuns(p *prepared, drv *cuda.Driver, device uint64, log io.Writer) []record {
+	var recs []record
+	start := time.Now()
+	rec := record{Trace: p.name, Workload: p.workload, Allocator: "gmlake", Driver: "sim", Run: "repeated",
+		Repetitions: p.phases.times}
+	simEngine(p, device, &rec)
 	recs = append(recs, rec)
 	c.progress(log, &rec, time.Since(start))
 	if drv != nil && c.wants("gmlake") {
