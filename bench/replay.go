@@ -286,14 +286,7 @@ func (rp *replayer) steadyByKind() {
 // MsPerIteration averages IterTime over the iterations numbered in [from, to), in milliseconds;
 // ok is false when the run has none there or is not Timed.
 func (r *Run) MsPerIteration(from, to int) (mean float64, ok bool) {
-	var sum time.Duration
-	n := 0
-	for it, t := range r.IterTime {
-		if it >= from && it < to {
-			sum += t
-			n++
-		}
-	}
+	sum, n := sumOver(r.IterTime, from, to)
 	if n == 0 {
 		return 0, false
 	}
@@ -303,16 +296,21 @@ func (r *Run) MsPerIteration(from, to int) (mean float64, ok bool) {
 // CallsPerIteration averages IterCalls over the iterations numbered in [from, to); ok is false when
 // the run has none there.
 func (r *Run) CallsPerIteration(from, to int) (mean float64, ok bool) {
-	var sum uint64
-	n := 0
-	for it, c := range r.IterCalls {
-		if it >= from && it < to {
-			sum += c
-			n++
-		}
-	}
+	sum, n := sumOver(r.IterCalls, from, to)
 	if n == 0 {
 		return 0, false
 	}
 	return float64(sum) / float64(n), true
+}
+
+// sumOver adds the values of per-iteration figures m over the iterations numbered in [from, to)
+// and counts those iterations.
+func sumOver[V uint64 | time.Duration](m map[int]V, from, to int) (sum V, n int) {
+	for it, v := range m {
+		if it >= from && it < to {
+			sum += v
+			n++
+		}
+	}
+	return sum, n
 }
