@@ -234,22 +234,23 @@ func (rp *replayer) startSteady() {
 // progress began.
 func (rp *replayer) closeIteration() {
 	calls := rp.a.DriverCalls()
-	if rp.iter < 0 {
-		rp.run.SetupCalls += calls - rp.lastCalls
-	} else {
-		rp.run.IterCalls[rp.iter] += calls - rp.lastCalls
-	}
+	book(&rp.run.SetupCalls, rp.run.IterCalls, rp.iter, calls-rp.lastCalls)
 	rp.lastCalls = calls
 	if rp.ledger == nil {
 		return
 	}
 	t := rp.ledger.Time()
-	if rp.iter < 0 {
-		rp.run.SetupTime += t - rp.lastTime
-	} else {
-		rp.run.IterTime[rp.iter] += t - rp.lastTime
-	}
+	book(&rp.run.SetupTime, rp.run.IterTime, rp.iter, t-rp.lastTime)
 	rp.lastTime = t
+}
+
+// book adds d to the setup's figure (before the first iteration, iter < 0) or to iteration iter's.
+func book[V uint64 | time.Duration](setup *V, perIter map[int]V, iter int, d V) {
+	if iter < 0 {
+		*setup += d
+	} else {
+		perIter[iter] += d
+	}
 }
 
 func (rp *replayer) sampleAt(i int) {

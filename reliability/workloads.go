@@ -39,18 +39,8 @@ func TracePrefix(tr *trace.Trace, n int) []Op {
 // (events recorded at free, flushes that wait for them); growth combined with free memory;
 // EmptyCache with live blocks, Reset, and growth into the holes EmptyCache left.
 func StitchHeavy(g uint64) []Op {
-	var ops []Op
-	id := int64(0)
-	alloc := func(size uint64, s stitch.Stream) int64 {
-		id++
-		ops = append(ops, Op{Kind: OpAlloc, ID: id, Size: size, Stream: s})
-		return id
-	}
-	free := func(ids ...int64) {
-		for _, i := range ids {
-			ops = append(ops, Op{Kind: OpFree, ID: i})
-		}
-	}
+	var sc script
+	alloc, free, do := sc.alloc, sc.free, sc.do
 	var chunks []int64
 	for range 16 {
 		chunks = append(chunks, alloc(g, 0))
@@ -77,17 +67,18 @@ func StitchHeavy(g uint64) []Op {
 		free(chunks[i])
 	}
 	grown := alloc(24*g+1, 0) // more than is free: new chunks stitched with free memory
-	ops = append(ops, Op{Kind: OpEmptyCache})
+	do(OpEmptyCache)
 	free(grown)
 	free(again...)
 	free(smalls[2], smalls[3])
-	ops = append(ops, Op{Kind: OpEmptyCache})
+	do(OpEmptyCache)
 	after := []int64{alloc(3*g, 0), alloc(g, 1), alloc(300<<10, 0)} // regrow into holes
 	free(after[1])
-	ops = append(ops, Op{Kind: OpReset})
+	do(OpReset)
 	last := alloc(4*g, 0)
 	free(last)
-	return append(ops, Op{Kind: OpEmptyCache})
+	do(OpEmptyCache)
+	return sc.ops
 }
 
 // ShapedIterations is a synthetic training run for granularity g, marked the way a training loop
@@ -98,17 +89,10 @@ func StitchHeavy(g uint64) []Op {
 // Iterations of a shape seen before follow the engine's memo of it, so faults land in the
 // iterations that make driver calls and the ones after replay around what the fault left.
 func ShapedIterations(g uint64) []Op {
-	var ops []Op
-	id := int64(0)
-	alloc := func(size uint64, s stitch.Stream) int64 {
-		id++
-		ops = append(ops, Op{Kind: OpAlloc, ID: id, Size: size, Stream: s})
-		return id
-	}
-	free := func(i int64) { ops = append(ops, Op{Kind: OpFree, ID: i}) }
-	mark := func() { ops = append(ops, Op{Kind: OpMark}) }
+	var sc script
+	alloc, free, do := sc.alloc, sc.free, sc.do
 	iteration := func(n uint64) {
-		mark()
+		do(OpMark)
 		var acts []int64
 		for i := range uint64(6) {
 			acts = append(acts, alloc((3+i%3)*n*g/2, 0)) // saved activations
@@ -126,13 +110,34 @@ func ShapedIterations(g uint64) []Op {
 	for _, n := range []uint64{2, 3, 2, 3} {
 		iteration(n)
 	}
-	ops = append(ops, Op{Kind: OpEmptyCache})
+	do(OpEmptyCache)
 	iteration(2)
 	iteration(3)
-	ops = append(ops, Op{Kind: OpReset})
+	do(OpReset)
 	iteration(2)
-	return append(ops, Op{Kind: OpEmptyCache})
+	do(OpEmptyCache)
+	return sc.ops
 }
+
+// script builds a workload: allocations numbered in order, frees and other operations.
+type script struct {
+	ops []Op
+	id  int64
+}
+
+func (sc *script) alloc(size uint64, s stitch.Stream) int64 {
+	sc.id++
+	sc.ops = append(sc.ops, Op{Kind: OpAlloc, ID: sc.id, Size: size, Stream: s})
+	return sc.id
+}
+
+func (sc *script) free(ids ...int64) {
+	for _, i := range ids {
+		sc.ops = append(sc.ops, Op{Kind: OpFree, ID: i})
+	}
+}
+
+func (sc *script) do(k OpKind) { sc.ops = append(sc.ops, Op{Kind: k}) }
 
 // WithMarks is ops with a MarkIteration before the first, after every EmptyCache and Reset, and
 // every k operations (k > 0): marks at arbitrary places, with no recurring shape behind them.
