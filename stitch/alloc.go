@@ -149,6 +149,11 @@ func (e *Engine) placeLarge(r uint64, s Stream) (*block, Outcome, error) {
 	if v, off := e.findWindow(r); v != nil {
 		return e.takeView(v, off, r), OutcomeSplit, nil
 	}
+	if e.newShape() {
+		if b := e.carveAfterFlush(r); b != nil {
+			return b, OutcomeSplit, nil
+		}
+	}
 	if w, ok := e.findIdle(r); ok {
 		return e.takeIdle(w, r), OutcomeSplit, nil
 	}
@@ -273,11 +278,7 @@ func (e *Engine) carveLowest(r uint64) *block {
 	if !ok {
 		return nil
 	}
-	e.loose.take(sp.start, sp.start+r)
-	b := e.newBlock()
-	b.kind, b.pos, b.size, b.ptr = primitive, sp.start, r, e.arenaBase+uintptr(sp.start)
-	e.owners.insertWith(span{start: sp.start, end: sp.start + r}, b)
-	return b
+	return e.carveAt(sp.start, r)
 }
 
 // carveLarge takes r bytes from the start of the best-fitting loose range.
@@ -286,8 +287,14 @@ func (e *Engine) carveLarge(r uint64) *block {
 	if !ok {
 		return nil
 	}
-	pos := e.placement(sp, r)
-	e.loose.take(pos, pos+r)
+	return e.carveAt(e.placement(sp, r), r)
+}
+
+// carveAt makes the loose bytes [pos, pos+r) a primitive block.
+func (e *Engine) carveAt(pos, r uint64) *block {
+	if !e.loose.take(pos, pos+r) {
+		panic("stitch: carving bytes that are not loose")
+	}
 	b := e.newBlock()
 	b.kind, b.pos, b.size, b.ptr = primitive, pos, r, e.arenaBase+uintptr(pos)
 	e.owners.insertWith(span{start: pos, end: pos + r}, b)

@@ -104,13 +104,7 @@ func (e *Engine) takeHome(h home, r uint64) *block {
 		return e.takeView(h.v, h.off, r)
 	}
 	e.flushUnder([]span{{start: h.off, end: h.off + r}})
-	if !e.loose.take(h.off, h.off+r) {
-		panic("stitch: home not free")
-	}
-	b := e.newBlock()
-	b.kind, b.pos, b.size, b.ptr = primitive, h.off, r, e.arenaBase+uintptr(h.off)
-	e.owners.insertWith(span{start: h.off, end: h.off + r}, b)
-	return b
+	return e.carveAt(h.off, r)
 }
 
 // idle reports whether large block b may be flushed to make room: cached and, with several

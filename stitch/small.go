@@ -25,15 +25,16 @@ func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 	if b := e.carveNearThreshold(r); b != nil {
 		return b, OutcomeSplit, nil
 	}
-	// A page goes to the lowest free range that holds it, so that pages gather in one place from
-	// one iteration to the next instead of landing in whatever gap between large blocks fits.
+	// A page goes to the lowest free range that holds it (the highest once iterations are
+	// marked: carvePage), so that pages gather in one place from one iteration to the next
+	// instead of landing in whatever gap between large blocks fits.
 	var pb *block
 	out := OutcomeSplit
 	if h, ok := e.findPageMemo(); ok {
 		pb = e.takeHome(h, e.pageSize)
 	} else if h, ok := e.findHome(e.pageSize); ok {
 		pb = e.takeHome(h, e.pageSize)
-	} else if pb = e.carveLowest(e.pageSize); pb != nil {
+	} else if pb = e.carvePage(); pb != nil {
 		e.rememberHome(pb)
 	}
 	if pb == nil {
@@ -111,4 +112,26 @@ func (e *Engine) releaseEmptyPages() {
 		e.releaseLarge(p.blk)
 		e.recycle(p.blk)
 	}
+}
+
+// carvePage takes a page from the loose ranges: from the end of the highest one that holds it when
+// iterations are marked, where the large blocks of new shapes, laid out first-fit from below
+// (shape.go), do not go, so that pages stay out of the places iteration memos give large blocks
+// (a page lives across iterations); from the start of the lowest one otherwise.
+func (e *Engine) carvePage() *block {
+	if !e.marked {
+		return e.carveLowest(e.pageSize)
+	}
+	var sp span
+	ok := false
+	e.loose.byAddr.walk(func(s span) bool {
+		if s.size() >= e.pageSize {
+			sp, ok = s, true
+		}
+		return true
+	})
+	if !ok {
+		return nil
+	}
+	return e.carveAt(sp.end-e.pageSize, e.pageSize)
 }
