@@ -28,14 +28,14 @@ func NewGMLake(d stitch.Driver, opts ...stitch.Option) (*GMLake, error) {
 
 // newSimGMLake is the engine over a simulated driver with capacity bytes of physical memory (the
 // simulator's default, 1 TiB, when 0), its calls metered at the H200's costs; marked says whether
-// it is told where iterations begin.
-func newSimGMLake(capacity uint64, marked bool) (Allocator, error) {
+// it is told where iterations begin; opts are added to the capacity.
+func newSimGMLake(capacity uint64, marked bool, opts ...stitch.Option) (Allocator, error) {
 	var drvOpts []sim.Option
 	if capacity > 0 {
 		drvOpts = append(drvOpts, sim.WithCapacity(capacity))
 	}
 	drv := newMeteredDriver(sim.New(drvOpts...), H200)
-	g, err := NewGMLake(drv, stitch.WithCapacity(capacity))
+	g, err := NewGMLake(drv, append([]stitch.Option{stitch.WithCapacity(capacity)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

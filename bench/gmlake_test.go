@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gmlake/gmlake/stitch"
 )
 
 func TestGMLakeAdapter(t *testing.T) {
@@ -83,4 +85,26 @@ func TestGMLakeMarkedAndUnmarked(t *testing.T) {
 			assert.Equal(t, 12*MiB, rep.PeakActive)
 		})
 	}
+}
+
+// TestSlackSpec: gmlake with growth slack is a spec of its own, named after the fraction, whose
+// growths leave headroom (more reserved than the default engine on a growing script); other
+// allocators and fractions outside [0, 1) are refused.
+func TestSlackSpec(t *testing.T) {
+	p := build(t, "i 0", "a 0 12582912 0", "a 1 12582912 0", "a 2 12582912 0", "f 0", "f 1", "f 2")
+	plain, err := Measure(p, spec(t, "gmlake"), MeasureOptions{})
+	require.NoError(t, err)
+	s, err := SlackSpec("gmlake", 0.5)
+	require.NoError(t, err)
+	assert.Equal(t, "gmlake/slack=0.5", s.Name)
+	slack, err := Measure(p, s, MeasureOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "gmlake/slack=0.5", slack.Allocator)
+	assert.Equal(t, plain.PeakActive, slack.PeakActive)
+	assert.Greater(t, slack.PeakReserved, plain.PeakReserved)
+
+	_, err = SlackSpec("caching", 0.1)
+	assert.ErrorIs(t, err, ErrUnknown)
+	_, err = SlackSpec("gmlake", 1.5)
+	assert.ErrorIs(t, err, stitch.ErrBadOption)
 }

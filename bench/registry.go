@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gmlake/gmlake/stitch"
 )
 
 // Spec names an allocator and makes fresh instances of it for a given capacity in bytes (0 = no
@@ -59,4 +61,22 @@ func SimSpecs(names []string) ([]Spec, error) {
 		specs = append(specs, s)
 	}
 	return specs, nil
+}
+
+// SlackSpec returns gmlake or gmlake-unmarked with stitch.WithGrowthSlack(fraction), named
+// "NAME/slack=FRACTION", to replay beside the default engine.
+func SlackSpec(name string, fraction float64) (Spec, error) {
+	marked := name == "gmlake"
+	if !marked && name != "gmlake-unmarked" {
+		return Spec{}, fmt.Errorf("%w %q: growth slack applies to gmlake and gmlake-unmarked", ErrUnknown, name)
+	}
+	if !(fraction >= 0 && fraction < 1) {
+		return Spec{}, fmt.Errorf("%w: growth slack %v not in [0, 1)", stitch.ErrBadOption, fraction)
+	}
+	return Spec{
+		Name: fmt.Sprintf("%s/slack=%g", name, fraction),
+		New: func(capacity uint64) (Allocator, error) {
+			return newSimGMLake(capacity, marked, stitch.WithGrowthSlack(fraction))
+		},
+	}, nil
 }

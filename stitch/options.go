@@ -77,12 +77,14 @@ func WithCapacity(bytes uint64) Option {
 // most fraction × the memory reserved, never past the capacity. An iteration that needs more memory
 // than any before it (a longer sequence) then grows in a few ever larger steps instead of one
 // create, map and set-access, plus a stitch, per request. The default, 0, keeps reserved memory at
-// what the peak needs. Measured on the shared traces at 0.005 (bench, with marks): steady driver
-// calls per iteration fall from 15.7-360.8 to 11.0-182.6 and warm-up calls by a third to a half, at
-// capacity / peak live 1.001-1.009 instead of 1.001-1.007 and fragmentation up to 0.011 instead of
-// 0.008; every trace still makes no driver call in its fourth repetition. At 0.002 one trace no
-// longer converged in four repetitions and another needed 1.010: the layout reacts chaotically to
-// where headroom lands, which is why it is not on by default.
+// what the peak needs. Measured at 0.005 on the shared traces with marks (`make bench`, the
+// gmlake/slack=0.005 column of bench/RESULTS.md, 2026-11-29): steady driver calls per iteration
+// 13.0-296.0 -> 9.4-126.2 (estimated driver time 13-129 -> 9-99 ms per iteration), capacity / peak
+// live 1.001-1.006 either way, fragmentation up to 0.010 instead of 0.006, and every trace still
+// makes no driver call in its fourth repetition; on the 27 other traces of the bench, steady calls
+// summed 643 -> 265 at capacity / peak live up to 1.0063. At 0.01 one shared trace no longer
+// converges in four repetitions: the layout reacts chaotically to where headroom lands, and the
+// default keeps memory first.
 func WithGrowthSlack(fraction float64) Option {
 	return func(c *config) error {
 		if !(fraction >= 0 && fraction < 1) {

@@ -11,6 +11,8 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gmlake/gmlake/stitch"
 )
 
 const tinyTrace = `# workload tiny
@@ -175,4 +177,24 @@ func TestBindingCause(t *testing.T) {
 		"largest 3575808, stitching reaches 3796992; 10563354624 of 11181323061 bytes reserved: stitch: more: out of memory"
 	assert.Equal(t, "173.57 MiB in 288 pieces (largest 3.41 MiB); a stitch reaches 3.62 MiB", bindingCause(msg))
 	assert.Equal(t, "direct: cuMemAlloc refused", bindingCause("direct: cuMemAlloc refused"), "another form: as it is")
+}
+
+// TestReplayGrowthSlack: --growth-slack adds a gmlake/slack=F row per fraction beside gmlake's, and
+// refuses a list of allocators without gmlake or a fraction outside [0, 1).
+func TestReplayGrowthSlack(t *testing.T) {
+	out, err := runCLI(t, "replay", "--quiet", "--allocators", "gmlake,gorgonia", "--growth-slack", "0.005,0.5",
+		"--json", writeTiny(t))
+	require.NoError(t, err)
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var row map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &row), line)
+		names = append(names, row["allocator"].(string))
+	}
+	assert.Equal(t, []string{"gmlake", "gorgonia", "gmlake/slack=0.005", "gmlake/slack=0.5"}, names)
+
+	_, err = runCLI(t, "replay", "--quiet", "--allocators", "caching", "--growth-slack", "0.01", writeTiny(t))
+	require.ErrorIs(t, err, errSlackWithoutGMLake)
+	_, err = runCLI(t, "replay", "--quiet", "--allocators", "gmlake", "--growth-slack", "1.5", writeTiny(t))
+	require.ErrorIs(t, err, stitch.ErrBadOption)
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,10 +28,14 @@ type replayCmd struct {
 	Markdown    string        `type:"path" placeholder:"FILE" help:"Write a markdown report, with PyTorch's figures from --anchors beside ours."`
 	Anchors     string        `type:"existingfile" placeholder:"FILE" help:"PyTorch's measured figures (pytorch-anchors.jsonl)."`
 	Repeat      int           `default:"0" placeholder:"N" help:"Also replay the iterations N times in a row (resident allocations once) and report driver calls per iteration in the last repetition; 0 = off."`
+	GrowthSlack []float64     `sep:"," placeholder:"F,..." help:"Also replay gmlake with stitch.WithGrowthSlack(F), as gmlake/slack=F: headroom traded for fewer driver calls (needs gmlake in --allocators)."`
 	Jobs        int           `default:"1" help:"(trace, allocator) pairs measured at once; >1 makes ns/pair noisier."`
 	Quiet       bool          `help:"No progress bar."`
 	Traces      []string      `arg:"" type:"existingfile" name:"TRACE" help:"Trace files."`
 }
+
+// errSlackWithoutGMLake: --growth-slack was given without gmlake among the allocators.
+var errSlackWithoutGMLake = errors.New("gmlake is not among --allocators")
 
 func (c *replayCmd) Run(stdout io.Writer) error {
 	if c.Repeat < 0 {
@@ -38,6 +44,16 @@ func (c *replayCmd) Run(stdout io.Writer) error {
 	specs, err := bench.SimSpecs(c.Allocators)
 	if err != nil {
 		return err
+	}
+	if len(c.GrowthSlack) > 0 && !slices.ContainsFunc(c.Allocators, func(a string) bool { return strings.TrimSpace(a) == "gmlake" }) {
+		return fmt.Errorf("--growth-slack: %w", errSlackWithoutGMLake)
+	}
+	for _, f := range c.GrowthSlack {
+		s, err := bench.SlackSpec("gmlake", f)
+		if err != nil {
+			return err
+		}
+		specs = append(specs, s)
 	}
 	var anchors []bench.Anchor
 	if c.Anchors != "" {
