@@ -3,6 +3,7 @@ package stitch_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -134,7 +135,7 @@ func periodic(tr *trace.Trace, k, n int) *trace.Trace {
 		}
 	}
 	out := &trace.Trace{Name: fmt.Sprintf("%s-iter%d-x%d", tr.Name, k, n)}
-	for id := range live { // resident through the iteration
+	for _, id := range slices.Sorted(maps.Keys(live)) { // resident through the iteration, in a fixed order
 		out.Events = append(out.Events, trace.Event{Kind: trace.Alloc, ID: id, Size: sizes[id]})
 	}
 	const stride = int64(1) << 40
