@@ -151,6 +151,11 @@ func (t *Trainer) Step(ids [][][]int) (StepStats, error) {
 		if err := rk.dev.Synchronize(); err != nil {
 			return st, fmt.Errorf("gpudp: rank %d: %w", r, err)
 		}
+		// The gradients are in flatGrad and spent: a graph kept for a length that may not come
+		// back holds no device memory (one per length seen held a full set of gradients each).
+		if err := rk.current.m.Release(); err != nil {
+			return st, fmt.Errorf("gpudp: rank %d: %w", r, err)
+		}
 	}
 	st.Time = time.Since(start)
 	return st, nil

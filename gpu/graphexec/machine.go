@@ -258,7 +258,7 @@ func (m *Machine) Value(n *gorgonia.Node) ([]float32, error) {
 	return m.vals[i].ToHost()
 }
 
-// Tensor is output n's device tensor from the last Run (valid until the next Run or Close).
+// Tensor is output n's device tensor from the last Run (valid until the next Run, Release or Close).
 func (m *Machine) Tensor(n *gorgonia.Node) (*gpu.Tensor, error) {
 	i, ok := m.index[n.ID()]
 	if !ok || !m.output[i] || m.vals[i] == nil {
@@ -266,6 +266,12 @@ func (m *Machine) Tensor(n *gorgonia.Node) (*gpu.Tensor, error) {
 	}
 	return m.vals[i], nil
 }
+
+// Release frees the values of the last Run's outputs (Run frees them itself before it runs again,
+// and Close): a caller that keeps one Machine per shape releases each once it has read its outputs,
+// so that the machines of shapes not running hold no device memory but their small tables. After
+// it, Value and Tensor report ErrNotOutput until the next Run.
+func (m *Machine) Release() error { return m.release() }
 
 func (m *Machine) release() error {
 	var errs []error

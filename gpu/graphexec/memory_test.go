@@ -141,3 +141,45 @@ func TestStepGraphSharesWeights(t *testing.T) {
 	require.NoError(t, err)
 	assert.InEpsilon(t, want, got, 1e-5)
 }
+
+// TestIdleMachinesHoldNoOutputs: after a step the Trainer releases the machine's outputs (the
+// gradients, spent by the update), so a machine kept for a shape that is not running holds no
+// device memory but its cached position ids: stepping with a second shape and then the first
+// again leaves the device's live bytes where one step of the first left them. Before, each shape's machine kept a full set of
+// gradients until it ran again (data-parallel full fine-tuning over 49 lengths ran out of memory).
+func TestIdleMachinesHoldNoOutputs(t *testing.T) {
+	d := newDevice(t)
+	dir := fixtureDir(t, "gpt2-tiny")
+	mcfg, err := models.LoadConfig(dir)
+	if err != nil {
+		t.Skipf("fixture %s not available: %v", dir, err)
+	}
+	w, err := models.LoadWeights(dir, mcfg, nil)
+	require.NoError(t, err)
+	g16, err := models.Build(w, models.BuildOptions{Batch: 2, Seq: 16})
+	require.NoError(t, err)
+	tr, err := NewTrainer(d, g16, gpu.AdamWConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, tr.Close()) })
+	g8, err := models.Build(w, models.BuildOptions{Batch: 2, Seq: 8})
+	require.NoError(t, err)
+	ids := make([]int, 2*16)
+	for i := range ids {
+		ids[i] = (i * 11) % 500
+	}
+
+	_, err = tr.Step(ids)
+	require.NoError(t, err)
+	afterOne := d.MemoryStats().LiveBytes
+	m16, err := tr.Machine(g16)
+	require.NoError(t, err)
+	_, err = m16.Tensor(g16.Grads[0])
+	require.ErrorIs(t, err, ErrNotOutput, "the gradients were released")
+
+	_, err = tr.StepGraph(g8, ids[:2*8])
+	require.NoError(t, err)
+	_, err = tr.Step(ids)
+	require.NoError(t, err)
+	// Its position ids stay cached (bytes); a set of gradients of the fixture is ~0.5 MiB.
+	assert.LessOrEqual(t, d.MemoryStats().LiveBytes, afterOne+64<<10, "the 8-token machine holds no gradients")
+}

@@ -172,7 +172,8 @@ func (tr *Trainer) StepGraph(g *models.Graph, ids []int) (float32, error) {
 	if err != nil {
 		return 0, err
 	}
-	return loss[0], nil
+	// The gradients are spent: a machine kept for a shape that may not come back holds none.
+	return loss[0], m.Release()
 }
 
 // Loss runs g (a graph over the Trainer's weights) on one batch and returns the loss without
@@ -192,7 +193,7 @@ func (tr *Trainer) Loss(g *models.Graph, ids []int) (float32, error) {
 	if err != nil {
 		return 0, err
 	}
-	return loss[0], nil
+	return loss[0], m.Release()
 }
 
 // Param downloads trained parameter i (in the order of Graph.Params).
