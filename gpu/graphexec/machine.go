@@ -109,14 +109,14 @@ func (m *Machine) Counts() Counts { return m.counts }
 
 // Run executes the graph once. Values of the previous Run's outputs are released first.
 func (m *Machine) Run() error {
-	if err := m.release(); err != nil {
+	if err := m.Release(); err != nil {
 		return err
 	}
 	m.counts = Counts{}
 	for _, in := range m.prog {
 		if err := m.step(in); err != nil {
 			// A failed run (out of memory, typically) frees what it holds, so the caller can go on.
-			return errors.Join(fmt.Errorf("graphexec: %v %v: %w", in.Op, m.nodes[in.Node], err), m.release())
+			return errors.Join(fmt.Errorf("graphexec: %v %v: %w", in.Op, m.nodes[in.Node], err), m.Release())
 		}
 		var errs []error
 		for _, r := range in.Release {
@@ -271,9 +271,7 @@ func (m *Machine) Tensor(n *gorgonia.Node) (*gpu.Tensor, error) {
 // and Close): a caller that keeps one Machine per shape releases each once it has read its outputs,
 // so that the machines of shapes not running hold no device memory but their small tables. After
 // it, Value and Tensor report ErrNotOutput until the next Run.
-func (m *Machine) Release() error { return m.release() }
-
-func (m *Machine) release() error {
+func (m *Machine) Release() error {
 	var errs []error
 	for i := range m.vals {
 		if m.bufs[i] != nil {
@@ -286,7 +284,7 @@ func (m *Machine) release() error {
 
 // Close frees every buffer the Machine holds (outputs, cached tables and position ids).
 func (m *Machine) Close() error {
-	errs := []error{m.release()}
+	errs := []error{m.Release()}
 	for _, t := range m.tables {
 		errs = append(errs, t[0].Free(), t[1].Free())
 	}
