@@ -93,7 +93,8 @@ func fixtureDir(t *testing.T, name string) string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "fixtures", "hf", name)
 }
 
-func buildFixture(t *testing.T, name string, lora *models.LoRA) *models.Graph {
+// fixtureWeights loads the named fixture's weights, skipping the test when it is absent.
+func fixtureWeights(t *testing.T, name string) *models.Weights {
 	t.Helper()
 	dir := fixtureDir(t, name)
 	cfg, err := models.LoadConfig(dir)
@@ -102,7 +103,12 @@ func buildFixture(t *testing.T, name string, lora *models.LoRA) *models.Graph {
 	}
 	w, err := models.LoadWeights(dir, cfg, nil)
 	require.NoError(t, err)
-	g, err := models.Build(w, models.BuildOptions{Batch: 2, Seq: 16, LoRA: lora})
+	return w
+}
+
+func buildFixture(t *testing.T, name string, lora *models.LoRA) *models.Graph {
+	t.Helper()
+	g, err := models.Build(fixtureWeights(t, name), models.BuildOptions{Batch: 2, Seq: 16, LoRA: lora})
 	require.NoError(t, err)
 	return g
 }

@@ -100,13 +100,7 @@ func TestRewritesAndPoolsMatch(t *testing.T) {
 // equals that of a fresh Trainer started from the updated weights.
 func TestStepGraphSharesWeights(t *testing.T) {
 	d := newDevice(t)
-	dir := fixtureDir(t, "gpt2-tiny")
-	mcfg, err := models.LoadConfig(dir)
-	if err != nil {
-		t.Skipf("fixture %s not available: %v", dir, err)
-	}
-	w, err := models.LoadWeights(dir, mcfg, nil)
-	require.NoError(t, err)
+	w := fixtureWeights(t, "gpt2-tiny")
 	g16, err := models.Build(w, models.BuildOptions{Batch: 2, Seq: 16})
 	require.NoError(t, err)
 	cfg := gpu.AdamWConfig{LR: 5e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, MaxNorm: 1}
@@ -145,17 +139,12 @@ func TestStepGraphSharesWeights(t *testing.T) {
 // TestIdleMachinesHoldNoOutputs: after a step the Trainer releases the machine's outputs (the
 // gradients, spent by the update), so a machine kept for a shape that is not running holds no
 // device memory but its cached position ids: stepping with a second shape and then the first
-// again leaves the device's live bytes where one step of the first left them. Before, each shape's machine kept a full set of
-// gradients until it ran again (data-parallel full fine-tuning over 49 lengths ran out of memory).
+// again leaves the device's live bytes where one step of the first left them. Before, each shape's
+// machine kept a full set of gradients until it ran again (data-parallel full fine-tuning over 49
+// lengths ran out of memory).
 func TestIdleMachinesHoldNoOutputs(t *testing.T) {
 	d := newDevice(t)
-	dir := fixtureDir(t, "gpt2-tiny")
-	mcfg, err := models.LoadConfig(dir)
-	if err != nil {
-		t.Skipf("fixture %s not available: %v", dir, err)
-	}
-	w, err := models.LoadWeights(dir, mcfg, nil)
-	require.NoError(t, err)
+	w := fixtureWeights(t, "gpt2-tiny")
 	g16, err := models.Build(w, models.BuildOptions{Batch: 2, Seq: 16})
 	require.NoError(t, err)
 	tr, err := NewTrainer(d, g16, gpu.AdamWConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
