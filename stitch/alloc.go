@@ -76,10 +76,14 @@ func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
 	var b *block
 	var out Outcome
 	var err error
-	if l := e.listFor(r, s); l.head != nil {
+	l := e.listFor(r, s)
+	if l.head != nil {
 		if b = e.pick(l, r); b != nil {
 			return e.reuse(b, size), nil
 		}
+	}
+	switch { // pick may have emptied l: a new shape flushes the cache (dominate.go)
+	case l.head != nil:
 		// The memo this iteration follows put this request where no cached block of its size is.
 		h, ok := e.findMemo(r)
 		if !ok {
@@ -88,10 +92,12 @@ func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
 		b, out = e.takeHome(h, r), OutcomeSplit
 		e.rememberHome(b)
 		e.recordPlace(b, false)
-	} else if r < e.cfg.smallThreshold {
+	case r < e.cfg.smallThreshold:
 		b, out, err = e.allocSmall(r, s)
-	} else if b, out, err = e.allocLarge(r, s); err == nil {
-		e.recordPlace(b, false)
+	default:
+		if b, out, err = e.allocLarge(r, s); err == nil {
+			e.recordPlace(b, false)
+		}
 	}
 	if err != nil {
 		var oom *OutOfMemoryError

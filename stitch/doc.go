@@ -144,8 +144,11 @@
 // memo's place, or the place itself with what is cached there flushed), so an iteration of a shape
 // seen before replays the last one's placements, views included, and calls no driver. A request
 // whose size differs from the memo's hands over to another agreeing memo; when none agrees, the
-// iteration is a new shape and is placed by the rules above, laid out from coalesced free memory
-// once a request fits nowhere without flushing (shape.go). Measured:
+// iteration follows the most recent memo that dominates it, one of a longer shape, whose place at
+// every ordinal is at least as large as the request (dominate.go): the first iteration of a
+// shorter length then calls no driver either. When none dominates it, the iteration is a new shape
+// and is placed by the rules above, laid out from coalesced free memory once a request fits
+// nowhere without flushing (shape.go). Measured:
 // every shared trace repeated four times makes zero driver calls in its fourth repetition
 // (TestMemoConvergesOnTraces), and so does a trace gpu-train recorded on an H200 with four lengths in
 // random order (TestMemoConvergesOnGPUTrainTrace; without marks it makes hundreds per repetition).

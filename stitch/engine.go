@@ -69,6 +69,13 @@ type Engine struct {
 	cursor     int         // index in follow of the next entry
 	leftMemo   bool        // the current iteration left a memo: a new shape
 
+	// Dominating memos (dominate.go).
+	dominated       bool            // follow dominates the iteration rather than agreeing with it
+	followSizes     map[uint64]bool // sizes of follow's large requests, while dominated
+	usedDominating  bool            // the current iteration has followed a dominating memo
+	scattered       bool            // ... or a memo recorded after one: its layout has gaps
+	afterDominating bool            // the previous iteration was scattered
+
 	// Small pool (small.go).
 	pages      map[uint64]*page
 	smallFree  *freeSet

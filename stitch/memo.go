@@ -24,9 +24,9 @@ import (
 // pages the small pool needs go where the memo's pages went. At the first request whose size differs
 // from the memo's (iterations of different shapes often begin alike, with requests whose sizes do not
 // depend on the shape) the iteration hands over to the most recent memo that agrees with all of it so
-// far; when none does, it is a new shape, placed by the usual rules until the next mark (following
-// memos of other shapes piecemeal only scatters it) and laid out from coalesced memory (shape.go),
-// and remembered in turn. So an iteration of a
+// far, else to one of a longer shape that dominates it (dominate.go); when none does, it is a new
+// shape, placed by the usual rules until the next mark (following memos of other shapes piecemeal
+// only scatters it) and laid out from coalesced memory (shape.go), and remembered in turn. So an iteration of a
 // shape seen before replays the placements of the last one, stitched blocks included, and makes no
 // driver call: every shared trace repeated four times in a row makes none in its fourth repetition
 // (TestMemoConvergesOnTraces), and so do the traces gpu-train recorded on an H200
@@ -47,6 +47,9 @@ type memoEntry struct {
 	size uint64 // rounded size
 	at   home   // where it went
 	page bool   // a page the small pool took for the ord-th request, a small one
+	// scattered: by this request the iteration had followed a dominating memo, or a memo
+	// recorded after one had (dominate.go)
+	scattered bool
 }
 
 // memo is one remembered iteration, its entries in ordinal order.
@@ -81,6 +84,8 @@ func (e *Engine) MarkIteration() {
 	e.iterOrd = 0
 	e.grownIter = 0
 	e.follow, e.cursor, e.leftMemo = nil, 0, false
+	e.afterDominating = e.scattered
+	e.usedDominating, e.dominated, e.scattered = false, false, false
 	if len(e.memoCur) == 0 {
 		return
 	}
@@ -109,7 +114,7 @@ func (e *Engine) recordPlace(b *block, page bool) {
 	if !e.marked || len(e.memoCur) == maxMemoEntries {
 		return
 	}
-	e.memoCur = append(e.memoCur, memoEntry{ord: e.iterOrd, size: b.size, at: b.place(), page: page})
+	e.memoCur = append(e.memoCur, memoEntry{ord: e.iterOrd, size: b.size, at: b.place(), page: page, scattered: e.scattered})
 }
 
 // findPageMemo returns the place the followed memo gave a page taken for the current request, if
@@ -158,18 +163,23 @@ func (e *Engine) memoPlace(r uint64) (home, bool) {
 	for i := len(e.memos) - 1; i >= 0; i-- {
 		m := e.memos[i]
 		j, ok := m.at(e.iterOrd)
-		if ok && !m[j].page && m[j].size == r && e.agrees(m) {
-			e.follow, e.cursor = m, j
+		if ok && !m[j].page && m[j].size == r && e.agrees(m, false) {
+			e.follow, e.cursor, e.dominated = m, j, false
+			e.scattered = e.scattered || m[len(m)-1].scattered // laid out after a dominating memo
 			return m[j].at, true
 		}
 	}
-	e.leftMemo = true
+	if m, j, ok := e.dominatingMemo(r); ok {
+		e.followDominating(m, j)
+		return m[j].at, true
+	}
+	e.beginNewShape()
 	return home{}, false
 }
 
 // agrees reports whether memo m has every large request of the current iteration so far, at the
-// same ordinal with the same size.
-func (e *Engine) agrees(m memo) bool {
+// same ordinal with the same size (or, atLeast, a size at least as large).
+func (e *Engine) agrees(m memo, atLeast bool) bool {
 	j := 0
 	for _, c := range e.memoCur {
 		if c.page {
@@ -178,7 +188,7 @@ func (e *Engine) agrees(m memo) bool {
 		for j < len(m) && m[j].ord < c.ord {
 			j++
 		}
-		if j == len(m) || m[j].ord != c.ord || m[j].size != c.size {
+		if j == len(m) || m[j].ord != c.ord || m[j].page || m[j].size != c.size && !(atLeast && m[j].size > c.size) {
 			return false
 		}
 	}
@@ -236,7 +246,7 @@ func (e *Engine) followed(r uint64) (home, bool) {
 	if e.cursor == len(m) || m[e.cursor].ord != e.iterOrd || m[e.cursor].page {
 		return home{}, false
 	}
-	if m[e.cursor].size != r {
+	if m[e.cursor].size != r && !(e.dominated && e.stillDominated(m[e.cursor].size, r)) {
 		e.follow = nil // the iteration left the memo's script: memoPlace hands over, if another memo agrees
 		return home{}, false
 	}

@@ -163,38 +163,49 @@ func TestMemoConvergesOnTraces(t *testing.T) {
 
 // assertFourthRepetitionQuiet replays tr's iterations four times in a row with marks and checks that
 // the fourth repetition makes no driver call.
-func assertFourthRepetitionQuiet(t *testing.T, tr *trace.Trace) {
+func assertFourthRepetitionQuiet(t *testing.T, tr *trace.Trace) { assertQuietFrom(t, tr, 4, 4) }
+
+// assertQuietFrom replays tr's iterations reps times in a row with marks and checks that no
+// repetition from the from-th on (1-based) makes a driver call.
+func assertQuietFrom(t *testing.T, tr *trace.Trace, reps, from int) {
 	per := len(tr.Iterations())
-	res := replayMarked(t, cycled(tr, 4), 0, 0, true)
+	res := replayMarked(t, cycled(tr, reps), 0, 0, true)
 	require.NoError(t, res.oom)
 	calls := res.callsPerIter
-	require.Len(t, calls, 4*per)
+	require.Len(t, calls, reps*per)
 	t.Logf("driver calls per iteration %v", calls)
-	for i := 3 * per; i < len(calls); i++ {
-		assert.Zero(t, calls[i], "iteration %d (repetition 4)", i)
+	for i := (from - 1) * per; i < len(calls); i++ {
+		assert.Zero(t, calls[i], "iteration %d (repetition %d)", i, i/per+1)
 	}
 }
 
-// TestMemoConvergesOnGPUTrainTraces replays allocation traces gpu-train recorded on an H200 four
-// times in a row with marks: GPT-2-XL shapes, LoRA, no recomputation, four sequence lengths in
-// random order (testdata), and the two traces of gpu/results/2026-11-29-40GiB, whose runs end with
-// a batch search (steps at other batches, some cut short by out-of-memory): each step's shape recurs
-// after different predecessors, and the fourth repetition makes no driver call. Without marks every
+// TestMemoConvergesOnGPUTrainTraces replays allocation traces gpu-train recorded on an H200 in a
+// row with marks: GPT-2-XL shapes, LoRA, no recomputation, four sequence lengths in random order
+// (testdata), and the two traces of gpu/results/2026-11-29-40GiB, whose runs end with a batch
+// search (steps at other batches, some cut short by out-of-memory): each step's shape recurs after
+// different predecessors, and from the fourth repetition on no driver call is made; on the GPT-2-XL
+// batch search from the fifth (its last step, cut short at the edge of out-of-memory, still grows
+// by one chunk in the fourth: [4447 147 11 12 0 0 0 0] over eight repetitions; before dominating
+// memos, [4587 144 10 0 0 11], quiet in the fourth but not the sixth). Without marks every
 // repetition makes hundreds. The batch-search traces need the hand-over between memos: a step
 // whose script begins like one remembered shape and goes on like another.
 func TestMemoConvergesOnGPUTrainTraces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
-	for _, path := range []string{
-		filepath.Join("testdata", "gpt2xl-lora-h200-gpu-train.trace.gz"),
-		filepath.Join("..", "gpu", "results", "2026-11-29-40GiB", "traces", "gpt2-xl-gmlake.trace.gz"),
-		filepath.Join("..", "gpu", "results", "2026-11-29-40GiB", "traces", "opt-1.3b-gmlake.trace.gz"),
+	results := filepath.Join("..", "gpu", "results", "2026-11-29-40GiB", "traces")
+	for _, tc := range []struct {
+		path      string
+		quietFrom int // first repetition that must make no driver call, of six
+	}{
+		{filepath.Join("testdata", "gpt2xl-lora-h200-gpu-train.trace.gz"), 4},
+		{filepath.Join(results, "gpt2-xl-gmlake.trace.gz"), 5},
+		{filepath.Join(results, "opt-1.3b-gmlake.trace.gz"), 4},
 	} {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			tr, err := trace.ReadFile(path)
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			tr, err := trace.ReadFile(tc.path)
 			require.NoError(t, err)
-			assertFourthRepetitionQuiet(t, tr)
+			assertQuietFrom(t, tr, 6, tc.quietFrom)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package stitch
 
-// New shapes: an iteration whose script no memo has is laid out from coalesced free memory.
+// New shapes: an iteration whose script no memo has (or dominates, dominate.go) is laid out from
+// coalesced free memory.
 //
 // With dynamic padding a run meets new shapes for a long time (a longer batch, a new length), and
 // the first iteration of each is placed by the usual rules (alloc.go) while the cache is full of
@@ -23,7 +24,7 @@ package stitch
 // repeating.
 
 // newShape reports whether the current iteration is of a shape no memo has: marked, and following
-// no memo (memoPlace found none that agrees with it so far).
+// no memo (memoPlace found none that agrees with it or dominates it so far).
 func (e *Engine) newShape() bool { return e.marked && e.follow == nil }
 
 // carveAfterFlush flushes every cached large block that may be flushed and carves r bytes from the
