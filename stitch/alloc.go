@@ -82,16 +82,19 @@ func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
 			return e.reuse(b, size), nil
 		}
 	}
-	switch { // pick may have emptied l: a new shape flushes the cache (dominate.go)
-	case l.head != nil:
+	// pick and findMemo may flush l: an iteration that turns out a new shape (dominate.go).
+	if l.head != nil {
 		// The memo this iteration follows put this request where no cached block of its size is.
-		h, ok := e.findMemo(r)
-		if !ok {
+		if h, ok := e.findMemo(r); ok {
+			b, out = e.takeHome(h, r), OutcomeSplit
+			e.rememberHome(b)
+			e.recordPlace(b, false)
+		} else if l.head != nil {
 			return e.reuse(l.head, size), nil
 		}
-		b, out = e.takeHome(h, r), OutcomeSplit
-		e.rememberHome(b)
-		e.recordPlace(b, false)
+	}
+	switch {
+	case b != nil:
 	case r < e.cfg.smallThreshold:
 		b, out, err = e.allocSmall(r, s)
 	default:

@@ -15,14 +15,19 @@ package stitch
 //
 // So when no memo agrees with the iteration, the most recent one that dominates it is followed: at
 // every large request so far, one at the same ordinal at least as large (and not a page). It is
-// left at the first request larger than its own; the iteration is then a new shape, placed by the
-// rules. Three guards, each measured:
+// left at the first request larger than its own, or with no large request of the memo at its
+// ordinal; the iteration is then a new shape, placed by the rules. Four guards, each measured on
+// the traces below:
 //
 //   - Alignment: a request whose size the memo has, but at another ordinal, means the two scripts
 //     have shifted against each other (PyTorch's first iteration makes the optimizer's state; a
 //     length may add a few requests), and the places ahead belong to other requests: the memo is
 //     left. Without this guard, GPT-2 XL's optimizer step stitched its temporaries every
 //     iteration.
+//   - Occupied places: a place of the memo that a live block holds shows that the memo's layout
+//     does not hold this iteration (its script was shifted in a way sizes do not show, as ZeRO's
+//     first iteration, which makes the optimizer's shards): the memo is left there, rather than
+//     followed around the block. Without it, simulated ZeRO-2 ranks needed up to 1.014 x peak.
 //   - One per iteration: a dominating memo, once left, is not replaced by another; switching
 //     between the layouts of different lengths only scatters the iteration.
 //   - Coalescing after: the blocks of a shorter iteration lie in a longer one's places, each with
@@ -33,11 +38,13 @@ package stitch
 //     coalesced memory.
 //
 // Measured on the bench's 34 traces (7 shared, 24 generated, 3 recorded by gpu-train) replayed
-// with iteration marks, against the memos of exact shapes alone: driver calls in repeat iterations
-// (every need met before; bench/doc.go) summed 3774 -> 1497, and to zero on all 7 shared traces
-// (gpt2xl-full-ckpt 5.5 and llama1b-full 2.0 per iteration before); in the iterations where no
-// allocator is bound to call, 4813 -> 2603; all steady calls 11183 -> 8492; worst capacity / peak
-// active 1.0055 -> 1.0061, worst fragmentation 0.0063 -> 0.0079 (2026-11-29).
+// with iteration marks, against the memos of exact shapes alone (2026-11-29): driver calls in
+// repeat iterations (every need met before; bench/doc.go) summed 3774 -> 871; in the iterations
+// where no allocator is bound to call, 4813 -> 2021; all steady calls 11183 -> 7895; calls per
+// iteration in the fourth repetition, summed, 27.4 -> 3.1 (the two GPT-2-XL traces gpu-train
+// recorded now need a fifth: [2619 148 34 35 0 0 0 0] over eight repetitions); worst capacity /
+// peak active 1.0055 -> 1.0072, worst fragmentation 0.0063 -> 0.0081, all within 1.01 and 0.02.
+// Over the ZeRO simulations of bench/SHARDING.md, worst capacity / peak active 1.006 -> 1.0066.
 
 // dominatingMemo returns the most recent memo that dominates the current iteration and has a
 // large request at the current ordinal of at least r bytes, aligned with it; none once the
@@ -74,6 +81,15 @@ func (e *Engine) followDominating(m memo, j int) {
 // made for one of place bytes: it fits, and the memo's script is not shifted against this one.
 func (e *Engine) stillDominated(place, r uint64) bool {
 	return place > r && !e.followSizes[r]
+}
+
+// leaveDominating ends the following of a dominating memo whose script or places turned out not
+// to hold the iteration: from here it is a new shape.
+func (e *Engine) leaveDominating() {
+	if e.dominated && e.follow != nil {
+		e.follow = nil
+		e.beginNewShape()
+	}
 }
 
 // asks reports whether memo m has a large request of r bytes.

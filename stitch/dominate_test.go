@@ -60,3 +60,47 @@ func TestDominatingMemoLeftWhenScriptsShift(t *testing.T) {
 	assert.Equal(t, ptrs[0][0], ptrs[1][0], "dominated until the shift shows")
 	assert.NotEqual(t, ptrs[0][1], ptrs[1][1], "the 16 MiB request does not take the 50 MiB place")
 }
+
+// TestDominatingMemoLeftAtOccupiedPlace: a place of the dominating memo that a live block holds
+// (here one allocated at the end of the iteration before, and kept) shows that the memo's layout
+// does not hold this iteration: the memo is left there and the iteration is a new shape, which,
+// after an iteration laid out from a dominating memo, starts by flushing the cache.
+func TestDominatingMemoLeftAtOccupiedPlace(t *testing.T) {
+	h := newHarness(t, nil)
+	defer h.closeAndCheckLeaks()
+	run := func(sizes ...uint64) []uintptr {
+		var got []uintptr
+		for _, s := range sizes {
+			p, err := h.alloc(s, 0)
+			require.NoError(t, err)
+			got = append(got, p)
+		}
+		return got
+	}
+	freeAll := func(ptrs []uintptr) {
+		for k := len(ptrs) - 1; k >= 0; k-- {
+			require.NoError(t, h.free(ptrs[k]))
+		}
+		h.check("after an iteration")
+	}
+	h.e.MarkIteration()
+	long := run(30*MiB, 50*MiB, 10*MiB, 70*MiB)
+	freeAll(long)
+	h.e.MarkIteration()
+	short := run(20*MiB, 40*MiB, 8*MiB, 60*MiB)
+	freeAll(short)
+	require.Equal(t, long, short, "dominated: the longer iteration's places")
+	kept, err := h.alloc(8*MiB, 0) // the cached 8 MiB block, in the longer iteration's third place
+	require.NoError(t, err)
+	require.Equal(t, long[2], kept)
+
+	h.e.MarkIteration()
+	next := run(25*MiB, 45*MiB)
+	assert.Equal(t, long[:2], next, "dominated by the longer iteration")
+	require.Equal(t, 1, h.e.Stats().CachedBlocks, "the shorter iteration's 60 MiB block")
+	next = append(next, run(9*MiB)...) // the memo's place for it is taken
+	assert.Zero(t, h.e.Stats().CachedBlocks, "a new shape, from coalesced memory")
+	next = append(next, run(65*MiB)...)
+	freeAll(next)
+	require.NoError(t, h.free(kept))
+}

@@ -140,7 +140,11 @@ func (e *Engine) findMemo(r uint64) (home, bool) {
 	if !ok {
 		return home{}, false
 	}
-	return h, e.placeFree(h, r)
+	if !e.placeFree(h, r) {
+		e.leaveDominating()
+		return home{}, false
+	}
+	return h, true
 }
 
 // memoPlace returns the place the memo this iteration follows gave its request of r bytes at the
@@ -244,6 +248,7 @@ func (e *Engine) followed(r uint64) (home, bool) {
 		e.cursor++
 	}
 	if e.cursor == len(m) || m[e.cursor].ord != e.iterOrd || m[e.cursor].page {
+		e.leaveDominating() // a large request where the memo had a small one, or none
 		return home{}, false
 	}
 	if m[e.cursor].size != r && !(e.dominated && e.stillDominated(m[e.cursor].size, r)) {

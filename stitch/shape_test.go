@@ -15,7 +15,7 @@ import (
 // coalesced memory when iterations are marked (shape.go), and the memory reserved stays closer to
 // the live peak than when the same trace runs unmarked, where each new shape fills the holes
 // between the cached blocks of the shapes before it. Measured with dominating memos (dominate.go):
-// marked 0.0079 and 0.0043, unmarked 0.0113 and 0.0090; without the rule 0.0070 and 0.0082 (on the
+// marked 0.0081 and 0.0043, unmarked 0.0113 and 0.0090; without the rule 0.0072 and 0.0087 (on the
 // first trace the dominating memos do the rule's work, on the second they do not).
 func TestNewShapesLaidOutFromCoalescedMemory(t *testing.T) {
 	for _, tc := range []struct {
