@@ -150,8 +150,9 @@
 // and is placed by the rules above, laid out from coalesced free memory once a request fits
 // nowhere without flushing (shape.go). Measured:
 // every shared trace repeated four times makes zero driver calls in its fourth repetition
-// (TestMemoConvergesOnTraces), and so does a trace gpu-train recorded on an H200 with four lengths in
-// random order (TestMemoConvergesOnGPUTrainTrace; without marks it makes hundreds per repetition).
+// (TestMemoConvergesOnTraces), and a trace gpu-train recorded on an H200 with four lengths in random
+// order makes none from its fifth (TestMemoConvergesOnGPUTrainTraces; without marks it makes
+// hundreds per repetition).
 // What memos cannot remove: an iteration that needs more memory than any before it, or a block
 // larger than any free window, must call the driver the first time its shape is seen.
 // WithGrowthSlack trades a little memory for fewer of those calls.
