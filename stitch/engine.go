@@ -73,7 +73,7 @@ type Engine struct {
 	dominated       bool            // follow dominates the iteration rather than agreeing with it
 	followSizes     map[uint64]bool // sizes of follow's large requests, while dominated
 	usedDominating  bool            // the current iteration has followed a dominating memo
-	scattered       bool            // ... or a memo recorded after one: its layout has gaps
+	scattered       bool            // it has followed one or a memo recorded after one: gaps
 	afterDominating bool            // the previous iteration was scattered
 
 	// Small pool (small.go).

@@ -26,9 +26,9 @@ import (
 // depend on the shape) the iteration hands over to the most recent memo that agrees with all of it so
 // far, else to one of a longer shape that dominates it (dominate.go); when none does, it is a new
 // shape, placed by the usual rules until the next mark (following memos of other shapes piecemeal
-// only scatters it) and laid out from coalesced memory (shape.go), and remembered in turn. So an iteration of a
-// shape seen before replays the placements of the last one, stitched blocks included, and makes no
-// driver call: every shared trace repeated four times in a row makes none in its fourth repetition
+// only scatters it) and laid out from coalesced memory (shape.go), and remembered in turn. So an
+// iteration of a shape seen before replays the placements of the last one, stitched blocks
+// included, and makes no driver call: every shared trace repeated four times in a row makes none in its fourth repetition
 // (TestMemoConvergesOnTraces), and the traces gpu-train recorded on an H200 make none from their
 // fourth or fifth (TestMemoConvergesOnGPUTrainTraces).
 //
