@@ -29,7 +29,13 @@ package stitch
 //     first iteration, which makes the optimizer's shards): the memo is left there, rather than
 //     followed around the block. Without it, simulated ZeRO-2 ranks needed up to 1.014 x peak.
 //   - One per iteration: a dominating memo, once left, is not replaced by another; switching
-//     between the layouts of different lengths only scatters the iteration.
+//     between the layouts of different lengths only scatters the iteration. One exception: a
+//     memo left where its script has no large request (a small one, or none: a longer script, as
+//     GPT-2 XL's iterations of 7309 requests against those of 7295, or a shorter one) hands over
+//     once to another memo that dominates the iteration so far, whose places the occupied-place
+//     guard still checks. On gpt2xl-full-ckpt this took the calls of its one repeat iteration
+//     that made any (iteration 5, which followed iteration 4's memo) from 6 to 0; handing over
+//     also where the sizes differ moved calls between traces (summed: more).
 //   - Coalescing after: the blocks of a shorter iteration lie in a longer one's places, each with
 //     its tail free, and a new shape laid out in those gaps needs more memory at its peak (LoRA
 //     without recomputation: capacity 1.0036 -> 1.0117). So when an iteration becomes a new shape
@@ -48,13 +54,16 @@ package stitch
 
 // dominatingMemo returns the most recent memo that dominates the current iteration and has a
 // large request at the current ordinal of at least r bytes, aligned with it; none once the
-// iteration has left a dominating memo.
+// iteration has left a dominating memo, but for one hand-over where the memo's script ended.
 func (e *Engine) dominatingMemo(r uint64) (memo, int, bool) {
-	if e.usedDominating {
+	if e.usedDominating && (e.scriptEnded == nil || e.handedOver) {
 		return nil, 0, false
 	}
 	for i := len(e.memos) - 1; i >= 0; i-- {
 		m := e.memos[i]
+		if sameMemo(m, e.scriptEnded) {
+			continue
+		}
 		j, ok := m.at(e.iterOrd)
 		if ok && !m[j].page && m[j].size >= r && e.agrees(m, true) && (m[j].size == r || !m.asks(r)) {
 			return m, j, true
@@ -65,6 +74,7 @@ func (e *Engine) dominatingMemo(r uint64) (memo, int, bool) {
 
 // followDominating makes the current iteration follow memo m, which dominates it, from entry j.
 func (e *Engine) followDominating(m memo, j int) {
+	e.handedOver = e.usedDominating
 	e.follow, e.cursor, e.dominated, e.usedDominating, e.scattered = m, j, true, true, true
 	if e.followSizes == nil {
 		e.followSizes = make(map[uint64]bool)
@@ -91,6 +101,9 @@ func (e *Engine) leaveDominating() {
 		e.beginNewShape()
 	}
 }
+
+// sameMemo reports whether a and b are the same remembered memo.
+func sameMemo(a, b memo) bool { return len(a) > 0 && len(b) > 0 && &a[0] == &b[0] }
 
 // asks reports whether memo m has a large request of r bytes.
 func (m memo) asks(r uint64) bool {

@@ -104,3 +104,21 @@ func TestDominatingMemoLeftAtOccupiedPlace(t *testing.T) {
 	freeAll(next)
 	require.NoError(t, h.free(kept))
 }
+
+// TestDominatingMemoHandsOverWhereItsScriptEnds: a dominating memo with no large request at an
+// ordinal where the iteration makes one (its script had a small request there: a longer script,
+// like GPT-2 XL's iterations of 7309 requests against those of 7295) hands the iteration over to
+// another memo that dominates it, rather than leaving it a new shape, laid out by the rules.
+func TestDominatingMemoHandsOverWhereItsScriptEnds(t *testing.T) {
+	// Each iteration's first request makes or reuses the small pool's page, which then has room
+	// for the longer script's small request.
+	short := []uint64{4 * KiB, 36 * MiB, 56 * MiB, 16 * MiB, 30 * MiB}
+	longer := []uint64{4 * KiB, 36 * MiB, 56 * MiB, 16 * MiB, 4 * KiB, 30 * MiB}
+	shorter := []uint64{4 * KiB, 35 * MiB, 55 * MiB, 15 * MiB, 25 * MiB}
+	ptrs, calls := scriptPointers(t, short, longer, shorter)
+	require.Equal(t, ptrs[0][:4], ptrs[1][:4])
+	assert.Equal(t, ptrs[1][:4], ptrs[2][:4], "dominated by the most recent memo")
+	// The rules would carve the 25 MiB right after the 15 MiB block, from the 16 MiB place's tail.
+	assert.Equal(t, ptrs[0][4], ptrs[2][4], "then by the other, where the first has a small request")
+	assert.Zero(t, calls[2])
+}

@@ -73,6 +73,8 @@ type Engine struct {
 	dominated       bool            // follow dominates the iteration rather than agreeing with it
 	followSizes     map[uint64]bool // sizes of follow's large requests, while dominated
 	usedDominating  bool            // the current iteration has followed a dominating memo
+	scriptEnded     memo            // the dominating memo left where it had no large request
+	handedOver      bool            // the current iteration follows its second dominating memo
 	scattered       bool            // it has followed one or a memo recorded after one: gaps
 	afterDominating bool            // the previous iteration was scattered
 

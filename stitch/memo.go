@@ -86,6 +86,7 @@ func (e *Engine) MarkIteration() {
 	e.follow, e.cursor, e.leftMemo = nil, 0, false
 	e.afterDominating = e.scattered
 	e.usedDominating, e.dominated, e.scattered = false, false, false
+	e.scriptEnded, e.handedOver = nil, false
 	if len(e.memoCur) == 0 {
 		return
 	}
@@ -248,6 +249,12 @@ func (e *Engine) followed(r uint64) (home, bool) {
 		e.cursor++
 	}
 	if e.cursor == len(m) || m[e.cursor].ord != e.iterOrd || m[e.cursor].page {
+		if e.dominated && e.scriptEnded == nil {
+			// A large request where the dominating memo had a small one, or none: memoPlace hands
+			// over to another dominating memo, once (dominate.go).
+			e.scriptEnded, e.follow = m, nil
+			return home{}, false
+		}
 		e.leaveDominating() // a large request where the memo had a small one, or none
 		return home{}, false
 	}
