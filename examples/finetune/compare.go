@@ -39,7 +39,7 @@ func compare(out io.Writer, workload string, t *trace.Trace, granularity uint64,
 		}
 		if err == nil {
 			var rep bench.Report
-			rep, err = bench.Measure(p, spec, bench.MeasureOptions{MinCapacity: true, Step: 64 << 10, TimeLimit: 20 * time.Second, Series: 1000})
+			rep, err = bench.Measure(p, spec, bench.MeasureOptions{MinCapacity: true, Step: granularity, TimeLimit: 20 * time.Second, Series: 1000})
 			if err == nil {
 				reports = append(reports, rep)
 				minCap, ratio := "-", "-"

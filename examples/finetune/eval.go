@@ -14,6 +14,7 @@ import (
 
 // evaluate prints the checkpoint's loss on the input_ids of DIR/reference.json.
 func evaluate(c cli, out io.Writer) error {
+	c.scaleMemory()
 	if c.Checkpoint == "" {
 		return errors.New("--eval needs --checkpoint DIR")
 	}

@@ -113,6 +113,7 @@ func validate(c cli) error {
 }
 
 func finetune(c cli, out io.Writer) error {
+	c.scaleMemory()
 	if err := validate(c); err != nil {
 		return err
 	}
