@@ -166,13 +166,13 @@ func (e *Engine) placeLarge(r uint64, s Stream) (*block, Outcome, error) {
 	if w, ok := e.findIdle(r); ok {
 		return e.takeIdle(w, r), OutcomeSplit, nil
 	}
-	// A new view is needed. Loose ranges first, so that no cached block is flushed; else idle
-	// runs, flushing only the cached blocks the view covers.
+	// A new view is needed. Loose ranges first, so that no cached block is flushed, unless idle
+	// runs need fewer than half the pieces (a Map call each, at least); else idle runs, flushing
+	// only the cached blocks the view covers.
 	pieces, _ := e.stitchPlan(r)
-	if pieces == nil {
-		if pieces, _ = e.idlePlan(r); pieces != nil {
-			e.flushUnder(pieces)
-		}
+	if idle, _ := e.idlePlan(r); idle != nil && (pieces == nil || 2*len(idle) < len(pieces)) {
+		pieces = idle
+		e.flushUnder(pieces)
 	}
 	if pieces != nil {
 		b, err := e.stitch(pieces, r)

@@ -73,3 +73,56 @@ func TestEmptyPagesKeptUntilCapacityNeedsThem(t *testing.T) {
 		})
 	}
 }
+
+// TestStitchTakesFewerPieces: a view maps each of its pieces with its own call, so a new view
+// is made of idle runs (flushing the cached blocks in them) when they need fewer than half the
+// pieces the loose ranges alone would: two cached 8 MiB blocks rather than eight 2 MiB holes.
+func TestStitchTakesFewerPieces(t *testing.T) {
+	h := newHarness(t, nil)
+	defer h.closeAndCheckLeaks()
+	big, err := h.alloc(52*MiB, 0) // one physical allocation, carved below
+	require.NoError(t, err)
+	require.NoError(t, h.free(big))
+	var holes, kept []uintptr
+	for range 8 { // a live 2 MiB block, then a 2 MiB hole
+		s, err := h.alloc(2*MiB, 0)
+		require.NoError(t, err)
+		kept = append(kept, s)
+		hole, err := h.alloc(2*MiB, 0)
+		require.NoError(t, err)
+		holes = append(holes, hole)
+	}
+	var places []uintptr
+	for range 2 { // a 2 MiB block, then an 8 MiB place
+		s, err := h.alloc(2*MiB, 0)
+		require.NoError(t, err)
+		kept = append(kept, s)
+		c, err := h.alloc(8*MiB, 0)
+		require.NoError(t, err)
+		places = append(places, c)
+	}
+	for _, p := range append(holes, places...) {
+		require.NoError(t, h.free(p))
+	}
+	require.NoError(t, h.e.EmptyCache()) // the holes and the places loose; the allocation stays
+	var again []uintptr
+	for range places {
+		c, err := h.alloc(8*MiB, 0)
+		require.NoError(t, err)
+		again = append(again, c)
+	}
+	require.ElementsMatch(t, places, again, "the 8 MiB places fit exactly")
+	for _, c := range again {
+		require.NoError(t, h.free(c)) // cached again
+	}
+	before := h.d.Calls()[stitch.CallMap]
+	p, err := h.alloc(16*MiB, 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), h.d.Calls()[stitch.CallMap]-before, "two pieces, one map call each")
+	assert.Zero(t, h.e.Stats().CachedBlocks, "the two cached blocks flushed into the view")
+	h.check("after the stitch")
+	require.NoError(t, h.free(p))
+	for _, s := range kept {
+		require.NoError(t, h.free(s))
+	}
+}
