@@ -62,7 +62,7 @@ space := $(subst ,, )
 OWN_TRACES = stitch/testdata/gpt2xl-lora-h200-gpu-train.trace.gz gpu/results/2026-11-29-40GiB/traces/*.trace.gz
 bench:
 	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet \
-		--allocators gmlake,gmlake-unmarked,gorgonia,caching,direct --growth-slack 0.005 \
+		--allocators gmlake,gmlake-unmarked,gorgonia,caching,direct --growth-slack 0.005 --warmup-growth 128MiB \
 		--markdown bench/RESULTS.md --anchors $(TRACES)/pytorch-anchors.jsonl \
 		$(wildcard $(TRACES)/*.trace.gz $(TRACES)/*.pickle.gz)
 	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet \

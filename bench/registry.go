@@ -80,3 +80,14 @@ func SlackSpec(name string, fraction float64) (Spec, error) {
 		},
 	}, nil
 }
+
+// WarmupSpec returns gmlake with stitch.WithWarmupGrowth(bytes), named "gmlake/warmup=NMiB", to
+// replay beside the default engine.
+func WarmupSpec(bytes uint64) Spec {
+	return Spec{
+		Name: fmt.Sprintf("gmlake/warmup=%dMiB", bytes/MiB),
+		New: func(capacity uint64) (Allocator, error) {
+			return newSimGMLake(capacity, true, stitch.WithWarmupGrowth(bytes))
+		},
+	}
+}

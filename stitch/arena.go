@@ -24,9 +24,13 @@ type physAlloc struct {
 // growthExtra is how many chunks beyond the n a growth needs to create as headroom: as many as the
 // current iteration has grown so far (since the last MarkIteration; since New without marks), so that
 // an iteration that keeps growing does it in ever fewer, larger steps, but at most the growth slack
-// times the memory reserved, and never past the capacity.
+// times the memory reserved; before the first memo, up to the warm-up growth (WithWarmupGrowth);
+// never past the capacity.
 func (e *Engine) growthExtra(n uint64) uint64 {
 	limit := min(uint64(float64(e.reserved)*e.cfg.growthSlack)/e.g, e.grownIter/e.g)
+	if unit := (e.cfg.warmupGrowth + e.g - 1) / e.g; n < unit && len(e.memos) == 0 {
+		limit = max(limit, unit-n)
+	}
 	used := e.reserved + e.orphanBytes + n*e.g
 	if used >= e.capacity {
 		return 0

@@ -532,3 +532,22 @@ func TestExactMatchDoesNotAllocate(t *testing.T) {
 	assert.Zero(t, allocs)
 	require.NoError(t, e.Check())
 }
+
+// TestWarmupGrowth: until an iteration is remembered every growth creates at least the warm-up
+// growth, as one physical allocation; after, only what the request lacks.
+func TestWarmupGrowth(t *testing.T) {
+	h := newHarness(t, nil, stitch.WithWarmupGrowth(16*MiB))
+	h.e.MarkIteration()
+	for range 4 {
+		_, err := h.alloc(3*MiB, 0)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, uint64(16*MiB), h.e.Stats().ReservedBytes, "one 16 MiB growth serves the four")
+	assert.Equal(t, uint64(1), h.d.Calls()[stitch.CallCreate])
+	h.e.MarkIteration() // the first iteration is remembered
+	_, err := h.alloc(6*MiB, 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(18*MiB), h.e.Stats().ReservedBytes, "4 MiB was loose: 2 MiB more, no headroom")
+	h.check("after the growths")
+	h.closeAndCheckLeaks()
+}

@@ -198,3 +198,21 @@ func TestReplayGrowthSlack(t *testing.T) {
 	_, err = runCLI(t, "replay", "--quiet", "--allocators", "gmlake", "--growth-slack", "1.5", writeTiny(t))
 	require.ErrorIs(t, err, stitch.ErrBadOption)
 }
+
+// TestReplayWarmupGrowth: --warmup-growth adds a gmlake/warmup=NMiB row per size beside gmlake's,
+// and refuses a list of allocators without gmlake.
+func TestReplayWarmupGrowth(t *testing.T) {
+	out, err := runCLI(t, "replay", "--quiet", "--allocators", "gmlake", "--warmup-growth", "64MiB,128MiB",
+		"--json", writeTiny(t))
+	require.NoError(t, err)
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var row map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &row), line)
+		names = append(names, row["allocator"].(string))
+	}
+	assert.Equal(t, []string{"gmlake", "gmlake/warmup=64MiB", "gmlake/warmup=128MiB"}, names)
+
+	_, err = runCLI(t, "replay", "--quiet", "--allocators", "caching", "--warmup-growth", "64MiB", writeTiny(t))
+	require.ErrorIs(t, err, errSlackWithoutGMLake)
+}

@@ -18,23 +18,25 @@ import (
 )
 
 type replayCmd struct {
-	Allocators  []string      `default:"gmlake,gorgonia,caching,direct" sep:"," help:"Allocators to run (${default}; also gmlake-unmarked: gmlake not told where iterations begin)."`
-	MinCapacity bool          `help:"Bisect the smallest capacity that replays without out-of-memory."`
-	Step        bench.Bytes   `default:"2MiB" help:"Resolution of the capacity bisection."`
-	TimeLimit   time.Duration `default:"5m" help:"Longest one bisection may take; past it the bound found so far is reported."`
-	Capacity    bench.Bytes   `help:"Also replay under this capacity (e.g. 40GiB) and report out-of-memory."`
-	JSON        bool          `name:"json" help:"One JSON object per line per (trace, allocator)."`
-	Plot        string        `type:"path" placeholder:"DIR" help:"Write a PNG per trace of active and reserved bytes over the trace."`
-	Markdown    string        `type:"path" placeholder:"FILE" help:"Write a markdown report, with PyTorch's figures from --anchors beside ours."`
-	Anchors     string        `type:"existingfile" placeholder:"FILE" help:"PyTorch's measured figures (pytorch-anchors.jsonl)."`
-	Repeat      int           `default:"0" placeholder:"N" help:"Also replay the iterations N times in a row (resident allocations once) and report driver calls per iteration in the last repetition; 0 = off."`
-	GrowthSlack []float64     `sep:"," placeholder:"F,..." help:"Also replay gmlake with stitch.WithGrowthSlack(F), as gmlake/slack=F: headroom traded for fewer driver calls (needs gmlake in --allocators)."`
-	Jobs        int           `default:"1" help:"(trace, allocator) pairs measured at once; >1 makes ns/pair noisier."`
-	Quiet       bool          `help:"No progress bar."`
-	Traces      []string      `arg:"" type:"existingfile" name:"TRACE" help:"Trace files."`
+	Allocators   []string      `default:"gmlake,gorgonia,caching,direct" sep:"," help:"Allocators to run (${default}; also gmlake-unmarked: gmlake not told where iterations begin)."`
+	MinCapacity  bool          `help:"Bisect the smallest capacity that replays without out-of-memory."`
+	Step         bench.Bytes   `default:"2MiB" help:"Resolution of the capacity bisection."`
+	TimeLimit    time.Duration `default:"5m" help:"Longest one bisection may take; past it the bound found so far is reported."`
+	Capacity     bench.Bytes   `help:"Also replay under this capacity (e.g. 40GiB) and report out-of-memory."`
+	JSON         bool          `name:"json" help:"One JSON object per line per (trace, allocator)."`
+	Plot         string        `type:"path" placeholder:"DIR" help:"Write a PNG per trace of active and reserved bytes over the trace."`
+	Markdown     string        `type:"path" placeholder:"FILE" help:"Write a markdown report, with PyTorch's figures from --anchors beside ours."`
+	Anchors      string        `type:"existingfile" placeholder:"FILE" help:"PyTorch's measured figures (pytorch-anchors.jsonl)."`
+	Repeat       int           `default:"0" placeholder:"N" help:"Also replay the iterations N times in a row (resident allocations once) and report driver calls per iteration in the last repetition; 0 = off."`
+	GrowthSlack  []float64     `sep:"," placeholder:"F,..." help:"Also replay gmlake with stitch.WithGrowthSlack(F), as gmlake/slack=F: headroom traded for fewer driver calls (needs gmlake in --allocators)."`
+	WarmupGrowth []bench.Bytes `name:"warmup-growth" sep:"," placeholder:"BYTES,..." help:"Also replay gmlake with stitch.WithWarmupGrowth(BYTES), as gmlake/warmup=BYTES: growth in large steps until an iteration is remembered (needs gmlake in --allocators)."`
+	Jobs         int           `default:"1" help:"(trace, allocator) pairs measured at once; >1 makes ns/pair noisier."`
+	Quiet        bool          `help:"No progress bar."`
+	Traces       []string      `arg:"" type:"existingfile" name:"TRACE" help:"Trace files."`
 }
 
-// errSlackWithoutGMLake: --growth-slack was given without gmlake among the allocators.
+// errSlackWithoutGMLake: --growth-slack or --warmup-growth was given without gmlake among the
+// allocators.
 var errSlackWithoutGMLake = errors.New("gmlake is not among --allocators")
 
 func (c *replayCmd) Run(stdout io.Writer) error {
@@ -47,6 +49,12 @@ func (c *replayCmd) Run(stdout io.Writer) error {
 	}
 	if len(c.GrowthSlack) > 0 && !slices.ContainsFunc(c.Allocators, func(a string) bool { return strings.TrimSpace(a) == "gmlake" }) {
 		return fmt.Errorf("--growth-slack: %w", errSlackWithoutGMLake)
+	}
+	if len(c.WarmupGrowth) > 0 && !slices.ContainsFunc(c.Allocators, func(a string) bool { return strings.TrimSpace(a) == "gmlake" }) {
+		return fmt.Errorf("--warmup-growth: %w", errSlackWithoutGMLake)
+	}
+	for _, b := range c.WarmupGrowth {
+		specs = append(specs, bench.WarmupSpec(uint64(b)))
 	}
 	for _, f := range c.GrowthSlack {
 		s, err := bench.SlackSpec("gmlake", f)
