@@ -155,11 +155,13 @@
 // nowhere without flushing (shape.go). Measured:
 // every shared trace repeated four times makes zero driver calls in its fourth repetition
 // (TestMemoConvergesOnTraces), and a trace gpu-train recorded on an H200 with four lengths in random
-// order makes none from its fifth (TestMemoConvergesOnGPUTrainTraces; without marks it makes
+// order makes none from its fourth (TestMemoConvergesOnGPUTrainTraces; without marks it makes
 // hundreds per repetition).
 // What memos cannot remove: an iteration that needs more memory than any before it, or a block
 // larger than any free window, must call the driver the first time its shape is seen.
-// WithGrowthSlack trades a little memory for fewer of those calls.
+// WithGrowthSlack trades a little memory for fewer of those calls; WithWarmupGrowth makes each of
+// the stitches cheaper in calls (fewer, larger physical allocations to map).
+// Both are off by default; memory.WithEngineOptions passes them to an allocator.
 //
 // # Invariants (Check verifies them all)
 //
