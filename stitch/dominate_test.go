@@ -122,3 +122,26 @@ func TestDominatingMemoHandsOverWhereItsScriptEnds(t *testing.T) {
 	assert.Equal(t, ptrs[0][4], ptrs[2][4], "then by the other, where the first has a small request")
 	assert.Zero(t, calls[2])
 }
+
+// TestPageKeptAwayFromRememberedPlaces: a page the small pool needs after an iteration is
+// remembered does not go into the place that iteration gave a large block (there, the next
+// iteration of its shape would find it taken), but into new memory; the large block's place stays
+// for it.
+func TestPageKeptAwayFromRememberedPlaces(t *testing.T) {
+	h := newHarness(t, nil)
+	defer h.closeAndCheckLeaks()
+	h.e.MarkIteration()
+	large, err := h.alloc(8*MiB, 0)
+	require.NoError(t, err)
+	require.NoError(t, h.free(large))
+	h.e.MarkIteration() // the iteration is remembered
+	small, err := h.alloc(4*KiB, 0)
+	require.NoError(t, err)
+	assert.False(t, small >= large && small < large+8*MiB, "the page lies outside the remembered place")
+	again, err := h.alloc(8*MiB, 0)
+	require.NoError(t, err)
+	assert.Equal(t, large, again, "the place is still the large block's")
+	h.check("after the page")
+	require.NoError(t, h.free(again))
+	require.NoError(t, h.free(small))
+}

@@ -33,7 +33,10 @@ func (e *Engine) rememberHome(b *block) {
 // whose taking flushes the fewest cached bytes, the most recently used of those. A training loop
 // asks for the same sizes every iteration; sending each request back where its size lay keeps the
 // layout from drifting, so that the views made in the first iterations keep fitting.
-func (e *Engine) findHome(r uint64) (home, bool) {
+func (e *Engine) findHome(r uint64) (home, bool) { return e.findHomeBut(r, nil) }
+
+// findHomeBut is findHome without the homes skip reports.
+func (e *Engine) findHomeBut(r uint64, skip func(home) bool) (home, bool) {
 	hs := e.homes[r]
 	var best home
 	bestCost := ^uint64(0)
@@ -49,6 +52,9 @@ func (e *Engine) findHome(r uint64) (home, bool) {
 	// Most recently used first: the first of the cheapest wins, and one that flushes nothing ends
 	// the search.
 	for i := len(kept) - 1; i >= 0 && bestCost > 0; i-- {
+		if skip != nil && skip(kept[i]) {
+			continue
+		}
 		if cost, ok := e.homeCost(kept[i], r, bestCost); ok && cost < bestCost {
 			best, bestCost, found = kept[i], cost, true
 		}

@@ -25,13 +25,16 @@ func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 	if b := e.carveNearThreshold(r); b != nil {
 		return b, OutcomeSplit, nil
 	}
-	// A page goes to the lowest free range that holds it (the highest once iterations are
-	// marked: carvePage), so that pages gather in one place from one iteration to the next
-	// instead of landing in whatever gap between large blocks fits.
+	// A page goes where the followed memo had one; once iterations are remembered, away from
+	// their large blocks' places (pageaway.go); else to the lowest free range that holds it (the
+	// highest once iterations are marked: carvePage), so that pages gather in one place from one
+	// iteration to the next instead of landing in whatever gap between large blocks fits.
 	var pb *block
 	out := OutcomeSplit
 	if h, ok := e.findPageMemo(); ok {
 		pb = e.takeHome(h, e.pageSize)
+	} else if pb = e.placePageAway(); pb != nil {
+		// placed
 	} else if h, ok := e.findHome(e.pageSize); ok {
 		pb = e.takeHome(h, e.pageSize)
 	} else if pb = e.carvePage(); pb != nil {
