@@ -27,10 +27,12 @@
 //     own must be disjoint. Several blocks may use disjoint windows of one view.
 //   - Small blocks (below the small threshold, 1 MiB) are carved from pages (twice the threshold
 //     rounded up to G: 2 MiB by default, one 64 KiB chunk for a 32 KiB threshold over 64 KiB
-//     chunks; WithSmallPageSize sets it), large blocks that the small pool takes where a page lay
-//     before, else from the lowest free range that holds one (the highest once iterations are
-//     marked, away from the large blocks of new shapes), else from the large pool like any
-//     request (so a page may itself be stitched); small blocks are never stitched. A small
+//     chunks; WithSmallPageSize sets it), large blocks that the small pool takes where the
+//     followed memo had a page; once iterations are remembered, outside every place the recent
+//     memos give large blocks, else in new memory grown 16 pages at a time (pageaway.go); else
+//     where a page lay before, else from the lowest free range that holds one (the highest once
+//     iterations are marked, away from the large blocks of new shapes), else from the large pool
+//     like any request (so a page may itself be stitched); small blocks are never stitched. A small
 //     request of at least a quarter page that no page can hold while a quarter of the small pool
 //     is free is carved from the large pool's free memory instead, as a primitive block below
 //     the threshold (small.go): near the threshold, pages fragmented by other sizes would
