@@ -1,7 +1,12 @@
 # gmlake — see README.md. `make test` is what CI runs (via .ci/run).
 GO      ?= go
 PKGS    := ./...
-FUZZTIME ?= 15s
+# Counts, not durations: a duration -fuzztime races the fuzzing coordinator's own deadline and can
+# fail a run with a bare "context deadline exceeded" and no failing input (golang/go#75804; seen
+# here on FuzzDriver in a CI dry run, 2026-11-29). Minimizing each new interesting input is capped
+# too (by default up to 60 s each, which stalled the short runs at 0 execs/s).
+FUZZTIME ?= 20000x
+FUZZMIN  ?= 100x
 
 .PHONY: test vet race fuzz-short
 
@@ -15,9 +20,9 @@ race:
 
 # Each fuzz target runs briefly; `make fuzz-long` (reliability) runs them for real.
 fuzz-short:
-	$(GO) test -run=NONE -fuzz=FuzzEngine -fuzztime=$(FUZZTIME) ./stitch
-	$(GO) test -run=NONE -fuzz=FuzzProgram -fuzztime=$(FUZZTIME) ./reliability
-	$(GO) test -run=NONE -fuzz=FuzzDriver -fuzztime=$(FUZZTIME) ./driver/host
+	$(GO) test -run=NONE -fuzz=FuzzEngine -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./stitch
+	$(GO) test -run=NONE -fuzz=FuzzProgram -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./reliability
+	$(GO) test -run=NONE -fuzz=FuzzDriver -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./driver/host
 
 # ---- Reliability (reliability/doc.go): a fault at every driver call, concurrency under -race, soak of
 # every trace with and without iteration marks (GMLAKE_SOAK_MARKS=0/1 picks one), bad input, seeded
