@@ -185,13 +185,7 @@ func TestReplayGrowthSlack(t *testing.T) {
 	out, err := runCLI(t, "replay", "--quiet", "--allocators", "gmlake,gorgonia", "--growth-slack", "0.005,0.5",
 		"--json", writeTiny(t))
 	require.NoError(t, err)
-	var names []string
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var row map[string]any
-		require.NoError(t, json.Unmarshal([]byte(line), &row), line)
-		names = append(names, row["allocator"].(string))
-	}
-	assert.Equal(t, []string{"gmlake", "gorgonia", "gmlake/slack=0.005", "gmlake/slack=0.5"}, names)
+	assert.Equal(t, []string{"gmlake", "gorgonia", "gmlake/slack=0.005", "gmlake/slack=0.5"}, allocatorNames(t, out))
 
 	_, err = runCLI(t, "replay", "--quiet", "--allocators", "caching", "--growth-slack", "0.01", writeTiny(t))
 	require.ErrorIs(t, err, errSlackWithoutGMLake)
@@ -205,14 +199,20 @@ func TestReplayWarmupGrowth(t *testing.T) {
 	out, err := runCLI(t, "replay", "--quiet", "--allocators", "gmlake", "--warmup-growth", "64MiB,128MiB",
 		"--json", writeTiny(t))
 	require.NoError(t, err)
+	assert.Equal(t, []string{"gmlake", "gmlake/warmup=64MiB", "gmlake/warmup=128MiB"}, allocatorNames(t, out))
+
+	_, err = runCLI(t, "replay", "--quiet", "--allocators", "caching", "--warmup-growth", "64MiB", writeTiny(t))
+	require.ErrorIs(t, err, errSlackWithoutGMLake)
+}
+
+// allocatorNames returns the allocator of each JSON line of out, in order.
+func allocatorNames(t *testing.T, out string) []string {
+	t.Helper()
 	var names []string
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var row map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &row), line)
 		names = append(names, row["allocator"].(string))
 	}
-	assert.Equal(t, []string{"gmlake", "gmlake/warmup=64MiB", "gmlake/warmup=128MiB"}, names)
-
-	_, err = runCLI(t, "replay", "--quiet", "--allocators", "caching", "--warmup-growth", "64MiB", writeTiny(t))
-	require.ErrorIs(t, err, errSlackWithoutGMLake)
+	return names
 }
