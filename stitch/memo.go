@@ -30,7 +30,7 @@ import (
 // iteration of a shape seen before replays the placements of the last one, stitched blocks
 // included, and makes no driver call: every shared trace repeated four times in a row makes none in its fourth repetition
 // (TestMemoConvergesOnTraces), and the traces gpu-train recorded on an H200 make none from their
-// fourth or fifth (TestMemoConvergesOnGPUTrainTraces).
+// fourth (TestMemoConvergesOnGPUTrainTraces).
 //
 // Cost: one counter increment per request; when marked, one append per large request, and per exact
 // match of a large size a cursor step in the followed memo and an owner-index lookup
