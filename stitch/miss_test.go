@@ -83,23 +83,22 @@ func TestStitchTakesFewerPieces(t *testing.T) {
 	big, err := h.alloc(52*MiB, 0) // one physical allocation, carved below
 	require.NoError(t, err)
 	require.NoError(t, h.free(big))
-	var holes, kept []uintptr
-	for range 8 { // a live 2 MiB block, then a 2 MiB hole
+	var kept []uintptr
+	// keptThen allocates a 2 MiB block that stays live, then one of size bytes, which it returns.
+	keptThen := func(size uint64) uintptr {
 		s, err := h.alloc(2*MiB, 0)
 		require.NoError(t, err)
 		kept = append(kept, s)
-		hole, err := h.alloc(2*MiB, 0)
+		p, err := h.alloc(size, 0)
 		require.NoError(t, err)
-		holes = append(holes, hole)
+		return p
 	}
-	var places []uintptr
-	for range 2 { // a 2 MiB block, then an 8 MiB place
-		s, err := h.alloc(2*MiB, 0)
-		require.NoError(t, err)
-		kept = append(kept, s)
-		c, err := h.alloc(8*MiB, 0)
-		require.NoError(t, err)
-		places = append(places, c)
+	var holes, places []uintptr
+	for range 8 {
+		holes = append(holes, keptThen(2*MiB))
+	}
+	for range 2 {
+		places = append(places, keptThen(8*MiB))
 	}
 	for _, p := range append(holes, places...) {
 		require.NoError(t, h.free(p))
