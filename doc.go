@@ -12,7 +12,7 @@
 //
 // This package is the entry point: NewAllocator builds a driver and an engine from functional
 // options and returns a *memory.Allocator, which has Gorgonia's cuda.Arena method set (Get, Put,
-// ResetAllocator) plus an error-returning Free, Stats, Check, EmptyCache and Close. NewEngine
+// ResetAllocator) plus an error-returning Free, Stats, Check, EmptyCache and Close. NewTensorEngine
 // returns a gorgonia.org/tensor Engine over host memory, for tensor.WithEngine and
 // gorgonia.WithEngine.
 //

@@ -33,12 +33,12 @@ func ExampleNewAllocator() {
 
 // Tensors whose memory comes from gmlake; results of arithmetic on them do too. The tensor engine
 // computes on the CPU, so it needs host memory: the host driver.
-func ExampleNewEngine() {
+func ExampleNewTensorEngine() {
 	d, err := host.New()
 	if err != nil {
 		log.Fatal(err)
 	}
-	e, err := gmlake.NewEngine(gmlake.WithDriver(d), gmlake.WithCapacity(64<<20))
+	e, err := gmlake.NewTensorEngine(gmlake.WithDriver(d), gmlake.WithCapacity(64<<20))
 	if err != nil {
 		log.Fatal(err)
 	}

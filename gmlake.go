@@ -34,16 +34,16 @@ func NewAllocator(opts ...Option) (*memory.Allocator, error) {
 	return memory.NewAllocator(d, cfg.memoryOptions()...)
 }
 
-// NewEngine returns a gorgonia.org/tensor engine over a new allocator, for tensor.WithEngine and
+// NewTensorEngine returns a gorgonia.org/tensor engine over a new allocator, for tensor.WithEngine and
 // gorgonia.WithEngine. The driver must give host memory (the host driver does; the default driver
 // in a -tags cuda build on a GPU machine does not). Close the allocator when done:
 // e.Allocator().Close().
-func NewEngine(opts ...Option) (*memory.Engine, error) {
+func NewTensorEngine(opts ...Option) (*memory.TensorEngine, error) {
 	a, err := NewAllocator(opts...)
 	if err != nil {
 		return nil, err
 	}
-	e, err := memory.NewEngine(a)
+	e, err := memory.NewTensorEngine(a)
 	if err != nil {
 		return nil, errors.Join(err, a.Close())
 	}

@@ -1,6 +1,11 @@
 package gmlake
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,8 +29,9 @@ func TestOptions(t *testing.T) {
 	})
 	t.Run("with driver", func(t *testing.T) {
 		d := sim.New(sim.WithCapacity(64<<20), sim.WithGranularity(2<<20))
-		a, err := NewAllocator(WithDriver(d), WithSmallThreshold(1<<20), WithMinStitch(2<<20),
-			WithStitchBudget(16, 1<<30), WithLogger(nil))
+		a, err := NewAllocator(WithDriver(d), WithSmallThreshold(1<<20), WithSmallPageSize(2<<20),
+			WithMinStitch(2<<20), WithStitchBudget(16, 1<<30), WithGrowthSlack(0.01), WithWarmupGrowth(8<<20),
+			WithLogger(nil))
 		require.NoError(t, err)
 		defer func() { require.NoError(t, a.Close()) }()
 		assert.Same(t, d, a.Driver())
@@ -44,20 +50,22 @@ func TestOptions(t *testing.T) {
 	t.Run("bad engine option", func(t *testing.T) {
 		_, err := NewAllocator(WithStitchBudget(-1, 0))
 		assert.ErrorIs(t, err, stitch.ErrBadOption)
+		_, err = NewAllocator(WithGrowthSlack(1))
+		assert.ErrorIs(t, err, stitch.ErrBadOption, "WithGrowthSlack reaches the engine")
 	})
 }
 
-func TestNewEngine(t *testing.T) {
+func TestNewTensorEngine(t *testing.T) {
 	d, err := host.New(host.WithGranularity(testGranularity))
 	require.NoError(t, err)
-	e, err := NewEngine(WithDriver(d))
+	e, err := NewTensorEngine(WithDriver(d))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Allocator().Close()) }()
 	x := tensor.New(tensor.WithEngine(e), tensor.Of(tensor.Float64), tensor.WithShape(4))
 	assert.Equal(t, uint64(32), e.Allocator().Stats().LiveBytes)
 	assert.Equal(t, []float64{0, 0, 0, 0}, x.Data())
 
-	_, err = NewEngine(WithDriver(sim.New()))
+	_, err = NewTensorEngine(WithDriver(sim.New()))
 	assert.ErrorIs(t, err, memory.ErrNotHostAccessible, "the simulated driver has no memory to compute on")
 }
 
@@ -111,4 +119,42 @@ func TestBadInputAtTheAPI(t *testing.T) {
 	a.Put(live, gr)
 	assert.ErrorIs(t, a.LastPutError(), stitch.ErrClosed)
 	assert.Equal(t, uint64(3), a.Stats().PutRejections)
+}
+
+// TestEveryEngineOptionReachable: the root package has an option of the same name for every option
+// of package stitch, so that NewAllocator is the one option layer a user needs.
+func TestEveryEngineOptionReachable(t *testing.T) {
+	stitchOpts := exportedOptions(t, "stitch", "Option")
+	require.NotEmpty(t, stitchOpts)
+	rootOpts := exportedOptions(t, ".", "Option")
+	for name := range stitchOpts {
+		assert.Contains(t, rootOpts, name, "stitch.%s has no gmlake.%s", name, name)
+	}
+}
+
+// exportedOptions are the names of the exported functions in dir's non-test files that return a
+// value of type result.
+func exportedOptions(t *testing.T, dir, result string) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	names := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !fn.Name.IsExported() || fn.Type.Results == nil || len(fn.Type.Results.List) != 1 {
+				continue
+			}
+			if id, ok := fn.Type.Results.List[0].Type.(*ast.Ident); ok && id.Name == result {
+				names[fn.Name.Name] = true
+			}
+		}
+	}
+	return names
 }

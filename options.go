@@ -12,7 +12,7 @@ import (
 // driver, so it cannot be combined with WithDriver).
 var ErrBadOption = errors.New("gmlake: bad option")
 
-// Option configures NewAllocator and NewEngine.
+// Option configures NewAllocator and NewTensorEngine.
 type Option func(*config)
 
 type config struct {
@@ -40,6 +40,12 @@ func WithSmallThreshold(bytes uint64) Option {
 	return func(c *config) { c.engine = append(c.engine, stitch.WithSmallThreshold(bytes)) }
 }
 
+// WithSmallPageSize sets the size of the pages small blocks are carved from, rounded up to the
+// granularity (default: twice the small threshold, rounded up).
+func WithSmallPageSize(bytes uint64) Option {
+	return func(c *config) { c.engine = append(c.engine, stitch.WithSmallPageSize(bytes)) }
+}
+
 // WithMinStitch sets the smallest free block considered for stitching (GLake's fragLimit).
 func WithMinStitch(bytes uint64) Option {
 	return func(c *config) { c.engine = append(c.engine, stitch.WithMinStitch(bytes)) }
@@ -55,6 +61,19 @@ func WithCapacity(bytes uint64) Option {
 // recently used lose their virtual range (their physical memory stays cached).
 func WithStitchBudget(maxBlocks int, maxVirtualBytes uint64) Option {
 	return func(c *config) { c.engine = append(c.engine, stitch.WithStitchBudget(maxBlocks, maxVirtualBytes)) }
+}
+
+// WithGrowthSlack lets a growth create headroom beyond the request, at most fraction (in [0, 1)) of
+// the memory reserved: fewer, larger driver calls when an iteration needs more than any before it.
+// Default 0 (see stitch.WithGrowthSlack for the measurements).
+func WithGrowthSlack(fraction float64) Option {
+	return func(c *config) { c.engine = append(c.engine, stitch.WithGrowthSlack(fraction)) }
+}
+
+// WithWarmupGrowth makes every growth create at least bytes until the engine has remembered an
+// iteration: fewer map calls per stitched view. Off by default (see stitch.WithWarmupGrowth).
+func WithWarmupGrowth(bytes uint64) Option {
+	return func(c *config) { c.engine = append(c.engine, stitch.WithWarmupGrowth(bytes)) }
 }
 
 // WithLogger logs through l (the allocator and the engine; the default driver logs nothing). Default:

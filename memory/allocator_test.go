@@ -200,7 +200,7 @@ func TestAllocatorOverSimDriver(t *testing.T) {
 	m, err := a.Get(5 << 20)
 	require.NoError(t, err)
 	require.NoError(t, a.Free(m, 5<<20))
-	_, err = NewEngine(a)
+	_, err = NewTensorEngine(a)
 	assert.True(t, errors.Is(err, ErrNotHostAccessible), "%v", err)
 }
 

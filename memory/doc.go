@@ -18,13 +18,13 @@
 // Memory handed out is a *Block: its Uintptr is the block's address (device or host, depending on
 // the driver) and its MemSize the size asked for. All blocks come from the engine's default stream.
 //
-// # Engine
+// # TensorEngine
 //
-// Engine is a gorgonia.org/tensor Engine over an Allocator whose driver gives host-accessible memory
+// TensorEngine is a gorgonia.org/tensor Engine over an Allocator whose driver gives host-accessible memory
 // (driver/host; the simulated driver has no memory behind its addresses and device memory is not
-// readable by Go, so NewEngine refuses both with ErrNotHostAccessible). It embeds tensor.StdEng for
+// readable by Go, so NewTensorEngine refuses both with ErrNotHostAccessible). It embeds tensor.StdEng for
 // arithmetic, so operations on its tensors compute as usual and their results are allocated through
-// the same Engine; it adds NonStdAlloc, without which package tensor would bypass Alloc and allocate
+// the same TensorEngine; it adds NonStdAlloc, without which package tensor would bypass Alloc and allocate
 // on the Go heap.
 //
 // What goes through gmlake and what does not: tensor.New(tensor.WithEngine(e), ...) and the results

@@ -2,7 +2,7 @@ package memory
 
 import "errors"
 
-// ErrNotHostAccessible: NewEngine was given an Allocator whose driver's memory Go code cannot read
+// ErrNotHostAccessible: NewTensorEngine was given an Allocator whose driver's memory Go code cannot read
 // (the simulated driver has none; CUDA device memory is not host memory).
 var ErrNotHostAccessible = errors.New("memory: the driver's memory is not host-accessible")
 

@@ -50,7 +50,7 @@ func TestTapeMachineRunsOnGmlake(t *testing.T) {
 	}
 	wantLoss, wantGrad := run()
 
-	e := newHostEngine(t)
+	e := newHostTensorEngine(t)
 	before := e.Allocator().Stats()
 	gotLoss, gotGrad := run(G.WithEngine(e))
 	after := e.Allocator().Stats()

@@ -88,7 +88,7 @@ func New(opts ...Option) (*Driver, error) {
 func (d *Driver) Granularity() uint64 { return d.granularity }
 
 // HostAccessible reports that mapped memory is ordinary process memory, readable and writable by Go
-// code once SetAccess has been called (memory.Engine requires a driver that says so).
+// code once SetAccess has been called (memory.TensorEngine requires a driver that says so).
 func (d *Driver) HostAccessible() bool { return true }
 
 // Capacity is the most physical memory the driver hands out at once.

@@ -11,58 +11,58 @@ import (
 // (driver/host).
 type hostAccessible interface{ HostAccessible() bool }
 
-// Engine is a tensor.Engine that allocates from an Allocator over host memory. Arithmetic is
+// TensorEngine is a tensor.Engine that allocates from an Allocator over host memory. Arithmetic is
 // tensor.StdEng's; Alloc, Free and the memory primitives are gmlake's.
-type Engine struct {
+type TensorEngine struct {
 	tensor.StdEng
 	alloc *Allocator
 }
 
 var (
-	_ tensor.Engine       = (*Engine)(nil)
-	_ tensor.NonStdEngine = (*Engine)(nil)
+	_ tensor.Engine       = (*TensorEngine)(nil)
+	_ tensor.NonStdEngine = (*TensorEngine)(nil)
 )
 
-// NewEngine returns a tensor engine over a. It fails with ErrNotHostAccessible unless a's driver
-// gives host memory. The Engine does not own a: close a when done.
-func NewEngine(a *Allocator) (*Engine, error) {
+// NewTensorEngine returns a tensor engine over a. It fails with ErrNotHostAccessible unless a's driver
+// gives host memory. The TensorEngine does not own a: close a when done.
+func NewTensorEngine(a *Allocator) (*TensorEngine, error) {
 	if h, ok := a.Driver().(hostAccessible); !ok || !h.HostAccessible() {
 		return nil, fmt.Errorf("memory: new engine over a %T driver: %w", a.Driver(), ErrNotHostAccessible)
 	}
-	return &Engine{alloc: a}, nil
+	return &TensorEngine{alloc: a}, nil
 }
 
-// Allocator is the Allocator the Engine draws from.
-func (e *Engine) Allocator() *Allocator { return e.alloc }
+// Allocator is the Allocator the TensorEngine draws from.
+func (e *TensorEngine) Allocator() *Allocator { return e.alloc }
 
-// NonStdAlloc marks the Engine as allocating its own memory: without it package tensor would
+// NonStdAlloc marks the TensorEngine as allocating its own memory: without it package tensor would
 // allocate on the Go heap and never call Alloc.
-func (e *Engine) NonStdAlloc() {}
+func (e *TensorEngine) NonStdAlloc() {}
 
 // AllocAccessible reports that allocated memory is Go-accessible.
-func (e *Engine) AllocAccessible() bool { return true }
+func (e *TensorEngine) AllocAccessible() bool { return true }
 
 // Alloc allocates size bytes from the Allocator.
-func (e *Engine) Alloc(size int64) (tensor.Memory, error) { return e.alloc.Get(size) }
+func (e *TensorEngine) Alloc(size int64) (tensor.Memory, error) { return e.alloc.Get(size) }
 
 // Free returns memory obtained from Alloc; see Allocator.Free for its errors.
-func (e *Engine) Free(mem tensor.Memory, size int64) error { return e.alloc.Free(mem, size) }
+func (e *TensorEngine) Free(mem tensor.Memory, size int64) error { return e.alloc.Free(mem, size) }
 
 // Accessible returns mem itself: it is host memory.
-func (e *Engine) Accessible(mem tensor.Memory) (tensor.Memory, error) { return mem, nil }
+func (e *TensorEngine) Accessible(mem tensor.Memory) (tensor.Memory, error) { return mem, nil }
 
 // WorksWith reports that every data order is supported, as by tensor.StdEng.
-func (e *Engine) WorksWith(tensor.DataOrder) bool { return true }
+func (e *TensorEngine) WorksWith(tensor.DataOrder) bool { return true }
 
 // Memclr zeroes mem.
-func (e *Engine) Memclr(mem tensor.Memory) {
+func (e *TensorEngine) Memclr(mem tensor.Memory) {
 	if n := mem.MemSize(); n > 0 {
 		clear(bytesOf(mem.Uintptr(), n))
 	}
 }
 
 // Memcpy copies src into the start of dst, which must be at least as large.
-func (e *Engine) Memcpy(dst, src tensor.Memory) error {
+func (e *TensorEngine) Memcpy(dst, src tensor.Memory) error {
 	n := src.MemSize()
 	if n == 0 {
 		return nil
@@ -75,7 +75,7 @@ func (e *Engine) Memcpy(dst, src tensor.Memory) error {
 }
 
 // Memset fills mem with val, which must be a Go number or bool; mem is read as a slice of val's type.
-func (e *Engine) Memset(mem tensor.Memory, val any) error {
+func (e *TensorEngine) Memset(mem tensor.Memory, val any) error {
 	if ms, ok := mem.(tensor.MemSetter); ok {
 		return ms.Memset(val)
 	}

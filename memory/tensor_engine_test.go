@@ -8,9 +8,9 @@ import (
 	"gorgonia.org/tensor"
 )
 
-func newHostEngine(t *testing.T) *Engine {
+func newHostTensorEngine(t *testing.T) *TensorEngine {
 	t.Helper()
-	e, err := NewEngine(newHostAllocator(t, 256*g))
+	e, err := NewTensorEngine(newHostAllocator(t, 256*g))
 	require.NoError(t, err)
 	return e
 }
@@ -18,7 +18,7 @@ func newHostEngine(t *testing.T) *Engine {
 // TestTensorNewDrawsFromGmlake: tensor.New with the engine allocates through Alloc, and the
 // tensor's data lives in the allocator's memory.
 func TestTensorNewDrawsFromGmlake(t *testing.T) {
-	e := newHostEngine(t)
+	e := newHostTensorEngine(t)
 	before := e.Allocator().Stats()
 	x := tensor.New(tensor.WithEngine(e), tensor.Of(tensor.Float32), tensor.WithShape(3, 5))
 	after := e.Allocator().Stats()
@@ -34,7 +34,7 @@ func TestTensorNewDrawsFromGmlake(t *testing.T) {
 // TestTensorArithmeticOnGmlakeMemory: results of element-wise and linear-algebra operations on
 // gmlake tensors are right and are themselves allocated by gmlake.
 func TestTensorArithmeticOnGmlakeMemory(t *testing.T) {
-	e := newHostEngine(t)
+	e := newHostTensorEngine(t)
 	newT := func(shape []int, data []float64) *tensor.Dense {
 		d := tensor.New(tensor.WithEngine(e), tensor.Of(tensor.Float64), tensor.WithShape(shape...))
 		copy(d.Data().([]float64), data)
@@ -70,7 +70,7 @@ func TestTensorArithmeticOnGmlakeMemory(t *testing.T) {
 }
 
 func TestMemoryPrimitives(t *testing.T) {
-	e := newHostEngine(t)
+	e := newHostTensorEngine(t)
 	m, err := e.Alloc(64)
 	require.NoError(t, err)
 	n, err := e.Alloc(32)
