@@ -1,0 +1,348 @@
+#!/usr/bin/env python3
+"""Records allocation traces of training loops of several model families with PyTorch.
+
+Usage: python3 scripts/record-heldout-traces.py OUTDIR [--deadline SECONDS] [--only NAME,...]
+
+Each workload builds a model from a configuration with random weights (no network, no checkpoint:
+the allocation pattern does not depend on weight values), trains it for a few iterations with
+AdamW and bf16 autocast, and records every allocation request PyTorch's caching allocator sees with
+torch.cuda.memory._record_memory_history. The history is converted to the project's text trace
+format (trace/trace.go):
+
+    # workload NAME torch VERSION events N iterations K
+    a ID SIZE STREAM     allocation of SIZE requested bytes
+    f ID                 free of allocation ID ("free_completed" in the history)
+    i N                  training iteration N begins
+
+An iteration starts where the loop allocates and frees a sentinel of DefaultMarkerSize bytes (the
+same convention bench/snapshot.go reads in raw snapshots); the sentinel itself is not written.
+Recording starts before the model is built, so weights and optimizer state are in the trace.
+
+Besides OUTDIR/NAME.trace.gz, writes OUTDIR/steps.jsonl: per workload the median step time over
+iterations 3 and later (allocation history on, default allocator, measured with a device
+synchronize after each step), each step's time, and PyTorch's own peak allocated / peak reserved
+bytes over the run (torch.cuda.max_memory_allocated / max_memory_reserved).
+"""
+
+import argparse
+import gc
+import gzip
+import json
+import os
+import random
+import statistics
+import sys
+import time
+import traceback
+
+ITER_MARKER = 123457  # bench.DefaultMarkerSize
+START_MARKER = 123459  # first allocation of each workload's recording
+
+
+def marker(nbytes):
+    import torch
+
+    t = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    del t
+
+
+def adamw(params):
+    import torch
+
+    return torch.optim.AdamW([p for p in params if p.requires_grad], lr=1e-4)
+
+
+def bf16_step(model, opt, loss_fn):
+    import torch
+
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = loss_fn()
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
+# ---- workloads: each returns (description, build, step) where build() -> state and step(state, i, rng)
+
+
+def t5_encdec():
+    """T5-base shape, full fine-tuning; source and target lengths drawn independently per step."""
+    import torch
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    def build():
+        cfg = T5Config(vocab_size=32128, d_model=768, d_kv=64, d_ff=3072, num_layers=12,
+                       num_decoder_layers=12, num_heads=12, decoder_start_token_id=0, pad_token_id=0)
+        with torch.device("cuda"):
+            m = T5ForConditionalGeneration(cfg)
+        m.train()
+        return m, adamw(m.parameters())
+
+    def step(state, i, rng):
+        m, opt = state
+        b, src, tgt = 8, rng.randint(64, 512), rng.randint(16, 256)
+        x = torch.randint(1, 32128, (b, src), device="cuda")
+        y = torch.randint(1, 32128, (b, tgt), device="cuda")
+        bf16_step(m, opt, lambda: m(input_ids=x, labels=y).loss)
+
+    return "T5-base encoder-decoder (223M), full FT, batch 8, source 64-512 and target 16-256 tokens drawn independently", build, step
+
+
+def mixtral_moe():
+    """Small Mixtral: 8 experts, top-2 routing, full fine-tuning, lengths 128-1024."""
+    import torch
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    def build():
+        cfg = MixtralConfig(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=6,
+                            num_attention_heads=12, num_key_value_heads=4, num_local_experts=8,
+                            num_experts_per_tok=2, max_position_embeddings=4096, output_router_logits=True)
+        with torch.device("cuda"):
+            m = MixtralForCausalLM(cfg)
+        m.train()
+        return m, adamw(m.parameters())
+
+    def step(state, i, rng):
+        m, opt = state
+        b, n = 8, rng.randint(128, 1024)
+        x = torch.randint(0, 32000, (b, n), device="cuda")
+        bf16_step(m, opt, lambda: m(input_ids=x, labels=x).loss)
+
+    return "Mixtral-style mixture of experts (8 experts, top-2, 6 layers, hidden 768), full FT, batch 8, lengths 128-1024", build, step
+
+
+def vit_fixed():
+    """timm ViT-B/16 at 224x224, fixed shape: every iteration is the same."""
+    import timm
+    import torch
+
+    def build():
+        m = timm.create_model("vit_base_patch16_224", pretrained=False, num_classes=1000).cuda()
+        m.train()
+        return m, adamw(m.parameters())
+
+    def step(state, i, rng):
+        m, opt = state
+        x = torch.randn(64, 3, 224, 224, device="cuda")
+        y = torch.randint(0, 1000, (64,), device="cuda")
+        bf16_step(m, opt, lambda: torch.nn.functional.cross_entropy(m(x), y))
+
+    return "timm ViT-B/16 (86M), full FT, batch 64, 224x224 (fixed shape)", build, step
+
+
+def resnet_multiscale():
+    """torchvision ResNet-50 trained at five image sizes, one drawn per step."""
+    import torch
+    import torchvision
+
+    sizes = [160, 192, 224, 256, 288]
+
+    def build():
+        m = torchvision.models.resnet50(weights=None).cuda()
+        m.train()
+        return m, adamw(m.parameters())
+
+    def step(state, i, rng):
+        m, opt = state
+        s = rng.choice(sizes)
+        x = torch.randn(64, 3, s, s, device="cuda")
+        y = torch.randint(0, 1000, (64,), device="cuda")
+        bf16_step(m, opt, lambda: torch.nn.functional.cross_entropy(m(x), y))
+
+    return "torchvision ResNet-50 (25.6M), full FT, batch 64, image side drawn from 160/192/224/256/288", build, step
+
+
+def bert_mlm():
+    """BERT-base masked LM, 15% of tokens masked, lengths 64-512."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    def build():
+        with torch.device("cuda"):
+            m = BertForMaskedLM(BertConfig())
+        m.train()
+        return m, adamw(m.parameters())
+
+    def step(state, i, rng):
+        m, opt = state
+        b, n = 32, rng.randint(64, 512)
+        x = torch.randint(1000, 30522, (b, n), device="cuda")
+        labels = torch.full_like(x, -100)
+        pick = torch.rand(b, n, device="cuda") < 0.15
+        labels[pick] = x[pick]
+        x = x.masked_fill(pick, 103)
+        bf16_step(m, opt, lambda: m(input_ids=x, labels=labels).loss)
+
+    return "BERT-base masked LM (110M), full FT, batch 32, lengths 64-512, 15% masked", build, step
+
+
+def qwen_lora():
+    """Qwen2-style LM with a 151,936-token vocabulary, LoRA r=16 on the attention projections."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    def build():
+        cfg = Qwen2Config(vocab_size=151936, hidden_size=1024, intermediate_size=2816, num_hidden_layers=12,
+                          num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=4096,
+                          tie_word_embeddings=True)
+        with torch.device("cuda"):
+            m = Qwen2ForCausalLM(cfg).to(torch.bfloat16)
+        m = get_peft_model(m, LoraConfig(r=16, lora_alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+        m.train()
+        return m, adamw(m.parameters())
+
+    def step(state, i, rng):
+        m, opt = state
+        b, n = 2, rng.randint(256, 4096)
+        x = torch.randint(0, 151936, (b, n), device="cuda")
+        bf16_step(m, opt, lambda: m(input_ids=x, labels=x).loss)
+
+    return "Qwen2-style LM (vocabulary 151,936, 12 layers, hidden 1024), LoRA r=16 on q/k/v/o, base frozen bf16, batch 2, lengths 256-4096, no recomputation", build, step
+
+
+WORKLOADS = {
+    "t5base-encdec-full": t5_encdec,
+    "mixtral-moe-full": mixtral_moe,
+    "vitb16-fixed-full": vit_fixed,
+    "resnet50-multiscale-full": resnet_multiscale,
+    "bertbase-mlm-full": bert_mlm,
+    "qwen150k-lora": qwen_lora,
+}
+
+
+def start_history(torch):
+    kw = dict(enabled="all", context=None, stacks="python")
+    try:
+        torch.cuda.memory._record_memory_history(clear_history=True, **kw)
+    except TypeError:
+        torch.cuda.memory._record_memory_history(**kw)
+
+
+def convert(entries, name, version):
+    """History entries -> (text lines, events, iterations). Starts after the last START_MARKER."""
+    start = 0
+    for k, e in enumerate(entries):
+        if e["action"] == "alloc" and e["size"] == START_MARKER:
+            start = k + 1
+    keep = [e for e in entries[start:] if e["action"] in ("alloc", "free_completed")]
+    lines, live, next_id, iters = [], {}, 0, 0
+    k = 0
+    while k < len(keep):
+        e = keep[k]
+        if e["action"] == "alloc":
+            if e["size"] == START_MARKER:
+                k += 1
+                continue
+            if (e["size"] == ITER_MARKER and k + 1 < len(keep) and keep[k + 1]["action"] == "free_completed"
+                    and keep[k + 1]["addr"] == e["addr"]):
+                lines.append("i %d" % iters)
+                iters += 1
+                k += 2
+                continue
+            live[e["addr"]] = next_id
+            lines.append("a %d %d %d" % (next_id, e["size"], e["stream"]))
+            next_id += 1
+        elif e["addr"] in live:
+            lines.append("f %d" % live.pop(e["addr"]))
+        k += 1
+    events = sum(1 for l in lines if l[0] != "i")
+    head = "# workload %s torch %s events %d iterations %d" % (name, version, events, iters)
+    return [head] + lines, events, iters
+
+
+def run_workload(torch, name, factory, iters, deadline, outdir, seed):
+    desc, build, step = factory()
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    gc.collect()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    start_history(torch)
+    marker(START_MARKER)
+    state = build()
+    torch.cuda.synchronize()
+    times = []
+    for i in range(iters):
+        if i >= 8 and time.monotonic() > deadline:
+            break
+        marker(ITER_MARKER)
+        t0 = time.perf_counter()
+        step(state, i, rng)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    snap = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    peak_alloc, peak_res = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+    del state
+    gc.collect()
+    torch.cuda.empty_cache()
+    dev = [t for t in snap["device_traces"] if t]
+    if len(dev) != 1:
+        raise RuntimeError("%s: history on %d devices" % (name, len(dev)))
+    lines, events, got = convert(dev[0], name, torch.__version__)
+    path = os.path.join(outdir, name + ".trace.gz")
+    with gzip.open(path, "wt", compresslevel=9) as f:
+        f.write("\n".join(lines) + "\n")
+    steady = times[3:] or times
+    return {
+        "trace": name + ".trace.gz",
+        "step_s": round(statistics.median(steady), 4),
+        "model": desc,
+        "iterations": got,
+        "events": events,
+        "step_times_s": [round(t, 4) for t in times],
+        "peak_allocated": peak_alloc,
+        "peak_reserved": peak_res,
+        "measured": "step_s: median of iterations 3+, allocation history on, default allocator; "
+                    "peak_allocated/peak_reserved: torch.cuda.max_memory_allocated/reserved over the run",
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--iterations", type=int, default=16)
+    ap.add_argument("--deadline", type=float, default=170, help="seconds; later workloads are skipped, "
+                    "running ones stop after 8 iterations")
+    ap.add_argument("--only", default="", help="comma-separated workload names")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    began = time.monotonic()
+    deadline = began + a.deadline
+    import torch
+
+    os.makedirs(a.outdir, exist_ok=True)
+    names = [n for n in (a.only.split(",") if a.only else WORKLOADS) if n]
+    print("torch", torch.__version__, torch.cuda.get_device_name(0), "import %.1fs" % (time.monotonic() - began),
+          flush=True)
+    failed = 0
+    with open(os.path.join(a.outdir, "steps.jsonl"), "a") as out:
+        for n in names:
+            if time.monotonic() > deadline - 10:
+                print("skip", n, "(deadline)", flush=True)
+                continue
+            t0 = time.monotonic()
+            try:
+                rec = run_workload(torch, n, WORKLOADS[n], a.iterations, deadline, a.outdir, a.seed)
+            except Exception:
+                failed += 1
+                print("FAIL", n, flush=True)
+                traceback.print_exc()
+                torch.cuda.memory._record_memory_history(enabled=None)
+                gc.collect()
+                torch.cuda.empty_cache()
+                continue
+            rec["device"] = torch.cuda.get_device_name(0)
+            rec["torch"] = torch.__version__
+            out.write(json.dumps(rec) + "\n")
+            out.flush()
+            print("%s: %d iterations, %d events, step %.4fs, peak allocated %.2f GiB, reserved %.2f GiB, %.1fs"
+                  % (n, rec["iterations"], rec["events"], rec["step_s"], rec["peak_allocated"] / 2**30,
+                     rec["peak_reserved"] / 2**30, time.monotonic() - t0), flush=True)
+    print("done in %.1fs, %d failed" % (time.monotonic() - began, failed), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
