@@ -32,18 +32,28 @@ fuzz-short:
 FUZZLONG        ?= 10m
 SIMTIME         ?= 20m
 RELIABILITY_LOG ?= $${TMPDIR:-/tmp}/gmlake-reliability.log
-RELIABILITY_SHOW := '^(\s*--- FAIL|soak:|simulation:|FAIL|ok )|known engine'
+RELIABILITY_SHOW := '^(\s*--- FAIL|soak:|simulation:|FAIL|ok |mutants:|SURVIVED)|known engine'
 # Sums the summary lines of the runs into one.
 RELIABILITY_SUM   = awk -F'[ =]' '/^reliability:/ { for (i = 2; i < NF; i += 2) { if (!(($$i) in s)) k[++n] = $$i; s[$$i] += $$(i+1) } } \
 	END { printf "reliability:"; for (j = 1; j <= n; j++) printf " %s=%d", k[j], s[k[j]]; print "" }'
 
-.PHONY: reliability reliability-long fuzz-long
+.PHONY: reliability reliability-long fuzz-long mutants mutants-fast
+# Mutation check (reliability/cmd/mutants/mutants.txt): each listed bug alone, on an overlay of the
+# tree, must make its named tests fail. mutants-fast runs the subset marked fast (CI).
+mutants:
+	$(GO) run ./reliability/cmd/mutants
+
+mutants-fast:
+	$(GO) run ./reliability/cmd/mutants -fast
+
 # The soak is sequential: it runs without -race (which would only slow it), the rest under -race.
 reliability:
 	@rm -f $(RELIABILITY_LOG); \
 	$(GO) test -race -count=1 -v -timeout 30m -skip 'TestSoak' ./reliability >>$(RELIABILITY_LOG) 2>&1; a=$$?; \
 	$(GO) test -count=1 -v -timeout 30m -run 'TestSoak' ./reliability >>$(RELIABILITY_LOG) 2>&1; b=$$?; \
-	grep -E $(RELIABILITY_SHOW) $(RELIABILITY_LOG); $(RELIABILITY_SUM) $(RELIABILITY_LOG); [ $$a -eq 0 ] && [ $$b -eq 0 ]
+	$(GO) run ./reliability/cmd/mutants >>$(RELIABILITY_LOG) 2>&1; c=$$?; \
+	grep -E $(RELIABILITY_SHOW) $(RELIABILITY_LOG); $(RELIABILITY_SUM) $(RELIABILITY_LOG); \
+	[ $$a -eq 0 ] && [ $$b -eq 0 ] && [ $$c -eq 0 ]
 
 reliability-long:
 	@GMLAKE_LONG=1 $(GO) test -count=1 -v -timeout 0 ./reliability >$(RELIABILITY_LOG) 2>&1; s=$$?; \
