@@ -6,9 +6,11 @@ import "fmt"
 type initKind int
 
 const (
-	initNormal initKind = iota // N(0, 0.02²), Hugging Face's initializer_range
-	initOnes                   // norm gains
-	initZeros                  // biases
+	initNormal       initKind = iota // N(0, 0.02²), Hugging Face's initializer_range
+	initOnes                         // norm gains
+	initZeros                        // biases
+	initKaiming                      // convolutions: N(0, 2/fan-out)
+	initUniformFanIn                 // linear head: U(±1/√fan-in)
 )
 
 // paramSpec is one named parameter of an architecture, in Hugging Face naming.

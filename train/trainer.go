@@ -21,6 +21,7 @@ type Trainer struct {
 	cfg     config
 	log     *slog.Logger
 	alloc   vm.Allocator
+	model   *models.Weights
 	weights *deviceWeights
 	opt     *optimizer
 	shapes  map[shape]*compiled
@@ -57,11 +58,11 @@ func New(w *models.Weights, alloc vm.Allocator, opts ...Option) (*Trainer, error
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
-	dw, err := newDeviceWeights(w, alloc)
+	dw, err := newDeviceWeights(w.Tensors, alloc)
 	if err != nil {
 		return nil, errors.Join(err, dw.Close())
 	}
-	t.weights = dw
+	t.model, t.weights = w, dw
 	t.opt = newOptimizer(cfg.adamw, alloc)
 	return t, nil
 }
@@ -168,11 +169,11 @@ func (t *Trainer) compiled(ids [][]int) (*compiled, error) {
 	if c, ok := t.shapes[key]; ok {
 		return c, nil
 	}
-	g, err := models.Build(t.weights.w, models.BuildOptions{Batch: key.batch, Seq: key.seq, LoRA: t.cfg.lora})
+	g, err := models.Build(t.model, models.BuildOptions{Batch: key.batch, Seq: key.seq, LoRA: t.cfg.lora})
 	if err != nil {
 		return nil, fmt.Errorf("train: build graph for batch %d seq %d: %w", key.batch, key.seq, err)
 	}
-	if err := t.weights.bind(g); err != nil {
+	if err := t.weights.bind(append(append([]*gorgonia.Node(nil), g.Params...), g.Frozen...)); err != nil {
 		return nil, err
 	}
 	t.log.Debug("train: built graph", "batch", key.batch, "seq", key.seq, "nodes", len(g.G.AllNodes()))
