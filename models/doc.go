@@ -1,6 +1,6 @@
-// Package models builds GPT-2 and Llama decoder-only transformers as float32
-// Gorgonia graphs, with their loss and symbolic gradients, for fine-tuning on
-// gmlake memory.
+// Package models builds GPT-2 and Llama decoder-only transformers and ResNet
+// image classifiers as float32 Gorgonia graphs, with their loss and symbolic
+// gradients, for training on gmlake memory.
 //
 // The pieces:
 //
@@ -28,4 +28,23 @@
 // Graph documents how an executor tells forward from backward nodes and which
 // forward nodes belong to which transformer block (for recomputation and
 // offload).
+//
+// # ResNets
+//
+// ResNetConfig describes a ResNet as torchvision builds it (basic or
+// bottleneck blocks, any depth and width; ResNetPreset has ResNet-18/34/50 with
+// torchvision's parameter counts), InitResNet initializes its ResNetWeights,
+// and BuildResNet makes a ResNetGraph for one (batch, height, width): images
+// NCHW, integer labels, mean softmax cross-entropy and the gradients of every
+// parameter. Multi-scale training keeps one graph per image size, all binding
+// the same weights. Its layers are models/ops ops too: Conv2d (whose backward
+// passes are the convolution's backward-data and backward-filter, so a GPU
+// executor maps each to one cuDNN call; on the CPU they run through Gorgonia's
+// im2col and col2im), BatchNorm with the batch's statistics, ReLU, max and
+// average pooling, a global average pool, the linear head (MatMul, AddBias) and
+// ClassCrossEntropy. Gorgonia's own BatchNorm, pooling and global average pool
+// are not used: its BatchNorm reads its output buffer and keeps statistics in
+// op state on the Go heap, its max pool keeps its argmax mask there, its average
+// pool divides by the input width and its global average pool has no gradient
+// (the ops' tests pin each difference).
 package models

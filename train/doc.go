@@ -14,6 +14,10 @@
 // of ../shared/traces (`a ID SIZE STREAM`, `f ID`, `i N` at each step), which package bench replays
 // through other allocators.
 //
+// An ImageTrainer does the same for a ResNet (models.ResNetWeights): one graph per input shape,
+// so multi-scale training (Scales picks an image size per step) builds one graph per size. Its
+// synthetic task is ColorTask, classes told apart by their mean color under per-pixel noise.
+//
 // Counting is the synthetic task: sequences that count through an alphabet with a random start and
 // stride, learnable by a tiny model in a few hundred steps, with a known loss floor.
 package train
