@@ -89,6 +89,19 @@ bench:
 	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet \
 		--allocators gmlake,gorgonia,caching --markdown bench/RESULTS-generated.md $(GENERATED_DIR)/*.trace.gz
 
+# ---- Convolutional networks (issue 20): cnn-bench records multi-scale ResNet-18 training on the CPU
+# (train/cmd/cnn-trace: a new image size each step, gmlake's host memory) into $(CNN_DIR), then
+# replays every trace there (the CPU one and those gpu/cmd/cnn-train recorded on a GPU) through
+# gmlake, the Gorgonia pool and the caching allocator into $(CNN_DIR)/REPLAY.md.
+CNN_DIR ?= results/cnn
+.PHONY: cnn-bench
+cnn-bench:
+	mkdir -p $(CNN_DIR)
+	$(GO) run ./train/cmd/cnn-trace --preset resnet18 --sizes 64,96,128 --batch 8 --steps 12 \
+		--out $(CNN_DIR)/resnet18-multiscale-cpu.trace.gz
+	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet \
+		--allocators gmlake,gorgonia,caching --markdown $(CNN_DIR)/REPLAY.md $(CNN_DIR)/*.trace.gz
+
 # The committed reports above (and SHARDING.* below) are regenerated and compared with what is
 # committed, ignoring wall times and the date: stale figures fail (CI runs it).
 .PHONY: results-check
