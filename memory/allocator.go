@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -19,7 +20,10 @@ type Allocator struct {
 	driver stitch.Driver
 	log    *slog.Logger
 
-	closed        atomic.Bool
+	closed        atomic.Bool // set once Close has given everything back
+	closeMu       sync.Mutex  // serializes Close
+	engineClosed  bool        // the engine's Close succeeded; guarded by closeMu
+	closeFailed   bool        // the engine's last Close failed; guarded by closeMu
 	putRejections atomic.Uint64
 	mu            sync.Mutex // guards lastPutErr
 	lastPutErr    error
@@ -73,18 +77,24 @@ func (a *Allocator) Get(size int64) (tensor.Memory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: get %d bytes: %w", size, err)
 	}
-	return &Block{addr: addr, size: size}, nil
+	return newBlock(addr, size, a), nil
 }
 
-// Free returns mem, which Get returned for size bytes. Memory not from this Allocator fails with
-// stitch.ErrUnknownPointer, a second Free with stitch.ErrDoubleFree, another size with
-// stitch.ErrSizeMismatch, any call after Close with stitch.ErrClosed; the Allocator is unchanged
-// by a refused Free.
+// Free returns mem, which Get returned for size bytes. A second Free of the same handle fails with
+// stitch.ErrDoubleFree (also once its address has been handed out again: the new owner's block is
+// untouched), another size with stitch.ErrSizeMismatch, memory not from this Allocator (nil, a
+// typed nil *Block, another Allocator's block) with stitch.ErrUnknownPointer, and any call after
+// Close with stitch.ErrClosed; the Allocator is unchanged by a refused Free. A tensor.Memory other
+// than a *Block is looked up by address alone, so only the handle Get returned is proof against a
+// stale second Free.
 func (a *Allocator) Free(mem tensor.Memory, size int64) error {
 	if a.closed.Load() {
 		return fmt.Errorf("memory: free: %w", stitch.ErrClosed)
 	}
-	if mem == nil {
+	if b, ok := mem.(*Block); ok {
+		return a.freeBlock(b, size)
+	}
+	if isNil(mem) {
 		return fmt.Errorf("memory: free of nil memory: %w", stitch.ErrUnknownPointer)
 	}
 	if size <= 0 {
@@ -94,6 +104,41 @@ func (a *Allocator) Free(mem tensor.Memory, size int64) error {
 		return fmt.Errorf("memory: free %#x (%d bytes): %w", mem.Uintptr(), size, err)
 	}
 	return nil
+}
+
+// freeBlock frees a handle Get returned. The freed flag is claimed before the engine's Free and given
+// back if the engine refuses, so that of two Frees of one handle exactly one reaches the engine.
+func (a *Allocator) freeBlock(b *Block, size int64) error {
+	switch {
+	case b == nil:
+		return fmt.Errorf("memory: free of a nil *Block: %w", stitch.ErrUnknownPointer)
+	case b.owner != a:
+		return fmt.Errorf("memory: free %#x: not a block of this allocator: %w", b.addr, stitch.ErrUnknownPointer)
+	case size <= 0:
+		return fmt.Errorf("memory: free %#x with size %d: %w", b.addr, size, stitch.ErrInvalidSize)
+	case size != int64(b.MemSize()):
+		return fmt.Errorf("memory: free %#x: allocated with %d bytes, freed with %d: %w", b.addr, b.MemSize(), size, stitch.ErrSizeMismatch)
+	case !b.claim(size):
+		return fmt.Errorf("memory: free %#x (%d bytes): %w", b.addr, size, stitch.ErrDoubleFree)
+	}
+	if err := a.engine.Free(b.addr, uint64(size)); err != nil {
+		b.unclaim(size)
+		return fmt.Errorf("memory: free %#x (%d bytes): %w", b.addr, size, err)
+	}
+	return nil
+}
+
+// isNil says whether mem is nil or a nil pointer of some type, whose methods could not be called.
+func isNil(mem tensor.Memory) bool {
+	if mem == nil {
+		return true
+	}
+	v := reflect.ValueOf(mem)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
 }
 
 // Put is Free for Gorgonia's interface, which has no error result: a refusal is logged, counted in
@@ -120,24 +165,14 @@ func (a *Allocator) LastPutError() error {
 // MarkIteration). It is a hint, safe to omit; after Close it does nothing.
 func (a *Allocator) MarkIteration() { a.engine.MarkIteration() }
 
-// ResetAllocator frees every live block (Gorgonia's VM.Reset calls it). Failures are logged; Reset
-// returns them.
-func (a *Allocator) ResetAllocator() {
-	if err := a.Reset(); err != nil {
-		a.log.Warn("gmlake: reset failed", "err", err)
-	}
-}
-
-// Reset frees every live block; physical memory stays cached for reuse (see EmptyCache).
-func (a *Allocator) Reset() error {
-	if a.closed.Load() {
-		return fmt.Errorf("memory: reset: %w", stitch.ErrClosed)
-	}
-	if err := a.engine.Reset(); err != nil {
-		return fmt.Errorf("memory: reset: %w", err)
-	}
-	return nil
-}
+// ResetAllocator marks a step boundary and frees nothing: live blocks stay live and physical memory
+// stays cached. Gorgonia's cuda.Arena contract has it free everything, but an Allocator cannot know
+// whether a tensor still uses a block (tensor.Dense keeps only the address of the memory an engine
+// returned), and freeing a block a tensor still reads would corrupt training without an error. So
+// it only tells the engine that an iteration begins (MarkIteration), the hint that lets a repeated
+// step replay its placements. Memory comes back by Free or Put, by train/vm (which frees every
+// buffer at its last use), or by Close.
+func (a *Allocator) ResetAllocator() { a.engine.MarkIteration() }
 
 // EmptyCache gives the driver back the physical memory no live block uses.
 func (a *Allocator) EmptyCache() error {
@@ -166,17 +201,32 @@ func (a *Allocator) Check() error {
 }
 
 // Close releases everything: the engine's memory, then the driver when it is an io.Closer. Any later
-// call fails with stitch.ErrClosed.
+// call fails with stitch.ErrClosed. A Close that fails (the driver refused to give memory back)
+// returns the driver's error and leaves the Allocator open to be closed again: the retry gives back
+// what the first could not, then closes the driver.
 func (a *Allocator) Close() error {
-	if a.closed.Swap(true) {
+	a.closeMu.Lock()
+	defer a.closeMu.Unlock()
+	if a.closed.Load() {
 		return fmt.Errorf("memory: close: %w", stitch.ErrClosed)
 	}
-	err := a.engine.Close()
+	if !a.engineClosed {
+		// The engine refuses new work from its first Close on; a failed one keeps what the driver
+		// would not take and gives it back when called again.
+		err := a.engine.Close()
+		retried := a.closeFailed
+		a.closeFailed = err != nil
+		// A retry the engine answers with ErrClosed has nothing left to give back.
+		if err != nil && !(retried && errors.Is(err, stitch.ErrClosed)) {
+			return fmt.Errorf("memory: close (call Close again to retry): %w", err)
+		}
+		a.engineClosed = true
+	}
 	if c, ok := a.driver.(io.Closer); ok {
-		err = errors.Join(err, c.Close())
+		if err := c.Close(); err != nil {
+			return fmt.Errorf("memory: close the driver (call Close again to retry): %w", err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("memory: close: %w", err)
-	}
+	a.closed.Store(true)
 	return nil
 }

@@ -78,3 +78,49 @@ func measure(b *testing.B, a *Allocator, pairs int, iteration func()) {
 	b.ReportMetric(float64(exact)/n, "exact/pair")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/pair")
 }
+
+// BenchmarkExactPath measures one Get+Free of a cached size, side by side: through the engine alone
+// (stitch.Engine.Alloc/Free, an address and no handle), and through the Allocator (a *Block handle,
+// its freed flag claimed by Free). The difference is the adapter's cost: the handle's one heap
+// allocation (tensor.Memory is an interface) and one compare-and-swap.
+func BenchmarkExactPath(b *testing.B) {
+	const size = 3 << 20
+	b.Run("engine", func(b *testing.B) {
+		d, err := host.New(host.WithCapacity(1 << 30))
+		if err != nil {
+			b.Fatal(err)
+		}
+		e, err := stitch.New(d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = e.Close(); _ = d.Close() })
+		p, _ := e.Alloc(size, 0)
+		_ = e.Free(p, size)
+		b.ReportAllocs()
+		for b.Loop() {
+			p, err := e.Alloc(size, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := e.Free(p, size); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("allocator", func(b *testing.B) {
+		a := newBenchAllocator(b)
+		m, _ := a.Get(size)
+		_ = a.Free(m, size)
+		b.ReportAllocs()
+		for b.Loop() {
+			m, err := a.Get(size)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := a.Free(m, size); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -11,12 +11,26 @@
 //     rejected Put (unknown pointer, double free, wrong size, after Close) is logged at warn level,
 //     counted in Stats().PutRejections, and kept: LastPutError returns the most recent one. Calling
 //     Free with the same arguments returns the same typed error directly.
+//   - ResetAllocator frees nothing. Gorgonia's cuda.Arena contract has it free everything at a VM's
+//     Reset, but a tensor.Dense keeps only the address of its memory, so no allocator can know
+//     whether a block is still read; freeing it would corrupt training silently. It marks an
+//     iteration boundary (MarkIteration) and physical memory stays cached; train/vm frees every
+//     buffer at its last use.
 //   - Stats, Check, EmptyCache and Close pass through to the engine. Every error wraps one of the
 //     stitch sentinel errors (stitch.ErrInvalidSize, ErrUnknownPointer, ErrDoubleFree,
-//     ErrSizeMismatch, ErrClosed, ErrOutOfMemory, ...) and is testable with errors.Is.
+//     ErrSizeMismatch, ErrClosed, ErrOutOfMemory, ...) and is testable with errors.Is. A Close the
+//     driver fails returns its error and may be called again to give back the rest.
+//
+// # Handles
 //
 // Memory handed out is a *Block: its Uintptr is the block's address (device or host, depending on
 // the driver) and its MemSize the size asked for. All blocks come from the engine's default stream.
+// A Block is a handle good for one Free: the Free marks it, so a second Free of it is always
+// stitch.ErrDoubleFree (whether the engine still caches the block or has given its memory back),
+// and a stale handle cannot free the block a later Get placed at the same address. A nil or typed
+// nil Memory, and another Allocator's handle, are stitch.ErrUnknownPointer. The check is one
+// compare-and-swap on the handle, and the handle stays the exact path's only allocation
+// (BenchmarkExactPath).
 //
 // # TensorEngine
 //
@@ -32,6 +46,8 @@
 // first operand) are allocated by Alloc. Reductions along an axis, comparisons, Repeat and Concat,
 // and Transpose's scratch copy are allocated on the Go heap by package tensor whatever the engine.
 // Gorgonia's TapeMachine with gorgonia.WithEngine(e) routes only part of its buffers through Alloc
-// (see the package tests, which measure it); neither tensor nor gorgonia ever calls Engine.Free, so
-// memory is reclaimed by Allocator.ResetAllocator (or by calling Engine.Free yourself).
+// (see the package tests, which measure it); neither tensor nor gorgonia ever calls Engine.Free.
+// Alloc returns zeroed memory, as the Go heap does. Memclr (and its error-returning twin Clear),
+// Memcpy and Memset refuse nil memory and blocks that are not live blocks of the Allocator with
+// ErrForeignMemory instead of writing through a stale or foreign address.
 package memory

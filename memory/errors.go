@@ -11,3 +11,7 @@ var ErrShortBuffer = errors.New("memory: destination smaller than source")
 
 // ErrUnsupportedType: Memset with a value of a type it cannot write.
 var ErrUnsupportedType = errors.New("memory: unsupported value type")
+
+// ErrForeignMemory: a memory primitive of TensorEngine (Memclr, Memcpy, Memset) was given memory
+// that is not a live block of its Allocator or a tensor of the engine.
+var ErrForeignMemory = errors.New("memory: not memory of this engine")

@@ -27,7 +27,7 @@ func smallGraph(t *testing.T) (g *G.ExprGraph, loss, w *G.Node) {
 // the loss and gradient agree, and part of the buffers came from gmlake. Gorgonia allocates the
 // tape's preallocated outputs (MatMul, Add, reductions, scalars) on the Go heap and only re-engines
 // them; what reaches Alloc are the outputs of ops that clone their input (here Tanh, Sigmoid,
-// Square and their gradients). Nothing ever calls Free: ResetAllocator reclaims the memory.
+// Square and their gradients). Nothing in Gorgonia calls Free, and ResetAllocator frees nothing.
 func TestTapeMachineRunsOnGmlake(t *testing.T) {
 	var graphBytes uintptr // bytes of every node's value and gradient, wherever they live
 	run := func(opts ...G.VMOpt) (float32, []float32) {
@@ -63,6 +63,6 @@ func TestTapeMachineRunsOnGmlake(t *testing.T) {
 		after.LiveBlocks-before.LiveBlocks, after.LiveBytes-before.LiveBytes, graphBytes)
 
 	e.Allocator().ResetAllocator()
-	assert.Zero(t, e.Allocator().Stats().LiveBytes)
+	assert.Equal(t, after.LiveBytes, e.Allocator().Stats().LiveBytes, "ResetAllocator frees nothing live")
 	assert.NoError(t, e.Allocator().Check())
 }

@@ -42,8 +42,16 @@ func (e *TensorEngine) NonStdAlloc() {}
 // AllocAccessible reports that allocated memory is Go-accessible.
 func (e *TensorEngine) AllocAccessible() bool { return true }
 
-// Alloc allocates size bytes from the Allocator.
-func (e *TensorEngine) Alloc(size int64) (tensor.Memory, error) { return e.alloc.Get(size) }
+// Alloc allocates size bytes from the Allocator, zeroed: package tensor and Gorgonia expect a new
+// tensor to read as zeros, as Go heap memory does, and a reused block holds its last owner's bytes.
+func (e *TensorEngine) Alloc(size int64) (tensor.Memory, error) {
+	mem, err := e.alloc.Get(size)
+	if err != nil {
+		return nil, err
+	}
+	clear(bytesOf(mem.Uintptr(), mem.MemSize()))
+	return mem, nil
+}
 
 // Free returns memory obtained from Alloc; see Allocator.Free for its errors.
 func (e *TensorEngine) Free(mem tensor.Memory, size int64) error { return e.alloc.Free(mem, size) }
@@ -54,15 +62,37 @@ func (e *TensorEngine) Accessible(mem tensor.Memory) (tensor.Memory, error) { re
 // WorksWith reports that every data order is supported, as by tensor.StdEng.
 func (e *TensorEngine) WorksWith(tensor.DataOrder) bool { return true }
 
-// Memclr zeroes mem.
+// Memclr zeroes mem, which must be memory of this engine (see Clear). tensor.Engine's Memclr has
+// no error result: a refusal is logged; Clear returns it.
 func (e *TensorEngine) Memclr(mem tensor.Memory) {
-	if n := mem.MemSize(); n > 0 {
-		clear(bytesOf(mem.Uintptr(), n))
+	if err := e.Clear(mem); err != nil {
+		e.alloc.log.Warn("gmlake: memclr refused", "err", err)
 	}
 }
 
-// Memcpy copies src into the start of dst, which must be at least as large.
+// Clear zeroes mem. It writes only memory it knows to be this engine's: a live *Block of its
+// Allocator, or a tensor whose engine is e; anything else (a freed block, another allocator's,
+// Go heap or device memory) fails with ErrForeignMemory and is left alone.
+func (e *TensorEngine) Clear(mem tensor.Memory) error {
+	if err := e.writable(mem); err != nil {
+		return fmt.Errorf("memory: memclr: %w", err)
+	}
+	if n := mem.MemSize(); n > 0 {
+		clear(bytesOf(mem.Uintptr(), n))
+	}
+	return nil
+}
+
+// Memcpy copies src into the start of dst, which must be at least as large. Package tensor calls it
+// with its own array types, which carry no proof of where they point and are trusted; nil memory
+// and a *Block that is not a live block of this engine's Allocator fail with ErrForeignMemory.
 func (e *TensorEngine) Memcpy(dst, src tensor.Memory) error {
+	if err := e.notStale(dst); err != nil {
+		return fmt.Errorf("memory: memcpy into: %w", err)
+	}
+	if err := e.notStale(src); err != nil {
+		return fmt.Errorf("memory: memcpy from: %w", err)
+	}
 	n := src.MemSize()
 	if n == 0 {
 		return nil
@@ -74,8 +104,45 @@ func (e *TensorEngine) Memcpy(dst, src tensor.Memory) error {
 	return nil
 }
 
+// writable checks that mem is memory of this engine: a live *Block of its Allocator or a tensor
+// whose engine is e.
+func (e *TensorEngine) writable(mem tensor.Memory) error {
+	switch m := mem.(type) {
+	case *Block:
+		return e.notStale(m)
+	case tensor.Tensor:
+		if !isNil(m) && m.Engine() == tensor.Engine(e) {
+			return nil
+		}
+	}
+	if isNil(mem) {
+		return fmt.Errorf("nil memory: %w", ErrForeignMemory)
+	}
+	return fmt.Errorf("%T at %#x is not memory of this engine: %w", mem, mem.Uintptr(), ErrForeignMemory)
+}
+
+// notStale refuses nil memory and a *Block that is not a live block of e's Allocator (freed, or
+// another allocator's).
+func (e *TensorEngine) notStale(mem tensor.Memory) error {
+	if isNil(mem) {
+		return fmt.Errorf("nil memory: %w", ErrForeignMemory)
+	}
+	b, ok := mem.(*Block)
+	switch {
+	case !ok || b.live(e.alloc):
+		return nil
+	case b.owner == e.alloc:
+		return fmt.Errorf("block %#x was freed: %w", b.addr, ErrForeignMemory)
+	}
+	return fmt.Errorf("block %#x is not from this engine's allocator: %w", b.addr, ErrForeignMemory)
+}
+
 // Memset fills mem with val, which must be a Go number or bool; mem is read as a slice of val's type.
+// Like Memcpy it refuses nil memory and a *Block that is not live with ErrForeignMemory.
 func (e *TensorEngine) Memset(mem tensor.Memory, val any) error {
+	if err := e.notStale(mem); err != nil {
+		return fmt.Errorf("memory: memset: %w", err)
+	}
 	if ms, ok := mem.(tensor.MemSetter); ok {
 		return ms.Memset(val)
 	}
