@@ -60,6 +60,14 @@ func NewAllocator(d stitch.Driver, opts ...Option) (*Allocator, error) {
 // Driver is the driver the Allocator allocates from.
 func (a *Allocator) Driver() stitch.Driver { return a.driver }
 
+// HostAccessible says whether the driver's memory is host memory Go code may read and write
+// (driver/host); false for CUDA device memory and for the simulated driver, which has no memory
+// behind its addresses. train/vm refuses an Allocator that answers false.
+func (a *Allocator) HostAccessible() bool {
+	h, ok := a.driver.(hostAccessible)
+	return ok && h.HostAccessible()
+}
+
 // Granularity is the driver's unit of physical memory.
 func (a *Allocator) Granularity() uint64 { return a.engine.Granularity() }
 

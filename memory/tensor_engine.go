@@ -26,7 +26,7 @@ var (
 // NewTensorEngine returns a tensor engine over a. It fails with ErrNotHostAccessible unless a's driver
 // gives host memory. The TensorEngine does not own a: close a when done.
 func NewTensorEngine(a *Allocator) (*TensorEngine, error) {
-	if h, ok := a.Driver().(hostAccessible); !ok || !h.HostAccessible() {
+	if !a.HostAccessible() {
 		return nil, fmt.Errorf("memory: new engine over a %T driver: %w", a.Driver(), ErrNotHostAccessible)
 	}
 	return &TensorEngine{alloc: a}, nil

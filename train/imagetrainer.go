@@ -50,6 +50,9 @@ func NewImageTrainer(w *models.ResNetWeights, alloc vm.Allocator, opts ...Option
 	if w == nil || alloc == nil {
 		return nil, fmt.Errorf("%w: nil weights or allocator", ErrBatch)
 	}
+	if err := vm.CheckHostMemory(alloc); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
 	cfg := config{adamw: DefaultAdamW}
 	for _, o := range opts {
 		o(&cfg)

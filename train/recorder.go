@@ -51,6 +51,10 @@ func (r *Recorder) MarkIteration() {
 	}
 }
 
+// HostAccessible says whether the recorded allocator's memory is host memory (true when it does not
+// say), so that vm.New refuses device memory through a Recorder too.
+func (r *Recorder) HostAccessible() bool { return vm.CheckHostMemory(r.next) == nil }
+
 // Trace returns a copy of what was recorded so far, named workload. Allocations still live stay
 // unfreed in it, as weights and optimizer state do in the recorded PyTorch traces.
 func (r *Recorder) Trace(workload string, header ...string) *trace.Trace {

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/gmlake/gmlake/driver/sim"
+	"github.com/gmlake/gmlake/memory"
+	"github.com/gmlake/gmlake/models"
 	"github.com/gmlake/gmlake/trace"
 	"github.com/gmlake/gmlake/train/vm"
 	"github.com/stretchr/testify/assert"
@@ -46,4 +49,20 @@ func TestRecorderRejectsForeignFree(t *testing.T) {
 	r := NewRecorder(inner)
 	assert.Error(t, r.Free(mem, 8))
 	assert.Empty(t, r.Trace("x").Events)
+}
+
+// TestTrainersRefuseDeviceMemory: a trainer over device memory, directly or through a Recorder, is
+// refused with vm.ErrDeviceMemory before any weight is copied.
+func TestTrainersRefuseDeviceMemory(t *testing.T) {
+	a, err := memory.NewAllocator(sim.New(sim.WithCapacity(1<<30), sim.WithGranularity(2<<20)))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, a.Close()) }()
+	for name, alloc := range map[string]vm.Allocator{"allocator": a, "recorder": NewRecorder(a)} {
+		_, err := New(nil, alloc)
+		assert.ErrorIs(t, err, vm.ErrDeviceMemory, name)
+		_, err = NewImageTrainer(&models.ResNetWeights{}, alloc)
+		assert.ErrorIs(t, err, vm.ErrDeviceMemory, name)
+	}
+	assert.True(t, NewRecorder(&vm.GoAllocator{}).HostAccessible())
+	assert.Zero(t, a.Stats().LiveBytes)
 }

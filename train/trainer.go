@@ -54,6 +54,9 @@ func New(w *models.Weights, alloc vm.Allocator, opts ...Option) (*Trainer, error
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if err := vm.CheckHostMemory(alloc); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
 	t := &Trainer{cfg: cfg, log: cfg.logger, alloc: alloc, shapes: make(map[shape]*compiled)}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)

@@ -10,12 +10,31 @@ import (
 )
 
 // Allocator is what a Machine needs from the memory it runs on. *memory.Allocator (gmlake.NewAllocator)
-// satisfies it; so does GoAllocator.
+// satisfies it; so does GoAllocator. The Machine computes on the CPU, so the memory must be host
+// memory: an Allocator that has a HostAccessible() bool method and answers false (gmlake over the
+// CUDA driver or the simulated one) is refused with ErrDeviceMemory; one without the method is
+// taken to hand out host memory.
 type Allocator interface {
 	// Get returns a block of at least size bytes.
 	Get(size int64) (tensor.Memory, error)
 	// Free returns a block obtained from Get; size is the size given to Get.
 	Free(mem tensor.Memory, size int64) error
+}
+
+// ErrDeviceMemory is returned by New (and CheckHostMemory) for an Allocator whose memory Go code
+// cannot read or write: the CPU executor would fault on it. gpu/graphexec runs graphs on the GPU.
+var ErrDeviceMemory = errors.New("vm: the allocator's memory is not host memory")
+
+// hostMemory is implemented by allocators that say whether their memory is host memory.
+type hostMemory interface{ HostAccessible() bool }
+
+// CheckHostMemory returns an error wrapping ErrDeviceMemory when a says its memory is not host
+// memory, nil otherwise.
+func CheckHostMemory(a Allocator) error {
+	if h, ok := a.(hostMemory); ok && !h.HostAccessible() {
+		return fmt.Errorf("%w: %T hands out memory the CPU cannot read (run the graph with gpu/graphexec)", ErrDeviceMemory, a)
+	}
+	return nil
 }
 
 // ErrUnknownMemory is returned by GoAllocator.Free for a block it did not hand out (or already freed).

@@ -70,6 +70,9 @@ func New(g *gorgonia.ExprGraph, alloc Allocator, opts ...Option) (*Machine, erro
 	if alloc == nil {
 		return nil, fmt.Errorf("%w: nil allocator", ErrGraph)
 	}
+	if err := CheckHostMemory(alloc); err != nil {
+		return nil, err
+	}
 	m := &Machine{g: g, alloc: alloc}
 	for _, o := range opts {
 		o(&m.cfg)
