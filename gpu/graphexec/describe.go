@@ -31,7 +31,7 @@ const (
 	KindAttention                // one of the causal attention parts (Part)
 	KindCrossEntropy             // mean next-token cross-entropy, or its gradient
 	KindReshape                  // a view of the input with the node's shape
-	KindConstant                 // a scalar constant (the loss seed 1)
+	KindConstant                 // a constant: a scalar (the loss seed 1, a known size) or a tensor (Data)
 )
 
 var kindNames = map[Kind]string{KindAdd: "add", KindMul: "mul", KindScale: "scale", KindAddBias: "add_bias",
@@ -71,6 +71,17 @@ type Desc struct {
 	HeadDim  int     // RoPE
 	Theta    float64 // RoPE
 	Attn     Attention
+
+	Data  []float32 // a tensor constant's values
+	Axes  []int     // sum, max: the reduced axes
+	Axis  int       // softmax (as Gorgonia gives it, -1 the default), slice, concat, repeat, size
+	Perm  []int     // transpose
+	Start int       // slice
+	End   int       // slice
+	Step  int       // slice
+	All   bool      // slice gradient: the whole axis
+	Log   bool      // log-softmax
+	Prob  float64   // dropout: the drop probability
 }
 
 // Attention parts, as models/ops numbers them.
@@ -135,7 +146,6 @@ var (
 				return Desc{Kind: KindAttention, Attn: a, Part: atoi(m[7])}, nil
 			}},
 	}
-	gorgoniaAdd = regexp.MustCompile(`^\+ (true|false)$`)
 )
 
 func fixed(d Desc) func([]string) (Desc, error) {
@@ -147,24 +157,17 @@ func atoi(s string) int {
 	return n
 }
 
-// Describe says what op computes, or returns an error wrapping ErrUnsupported.
+// Describe says what op computes, or returns an error wrapping ErrUnsupported (for an op it does
+// not know, an *UnsupportedOpError naming it).
 func Describe(op gorgonia.Op) (Desc, error) {
 	if c, ok := op.(interface{ Value() gorgonia.Value }); ok {
-		v, ok := c.Value().Data().(float32)
-		if !ok {
-			return Desc{}, fmt.Errorf("%w: constant %v of type %T", ErrUnsupported, op, c.Value().Data())
-		}
-		return Desc{Kind: KindConstant, C: v}, nil
+		return describeConstant(op, c.Value())
+	}
+	if d, ok, err := describeStandard(op); ok {
+		return d, err
 	}
 	s := op.String()
 	switch typ := fmt.Sprintf("%T", op); typ {
-	case "gorgonia.elemBinOp":
-		if gorgoniaAdd.MatchString(s) {
-			return Desc{Kind: KindAdd}, nil
-		}
-		return Desc{}, fmt.Errorf("%w: Gorgonia elementwise op %q", ErrUnsupported, s)
-	case "gorgonia.reshapeOp":
-		return Desc{Kind: KindReshape}, nil
 	case "ops.op":
 		for _, p := range forms {
 			if m := p.re.FindStringSubmatch(s); m != nil {
@@ -175,8 +178,8 @@ func Describe(op gorgonia.Op) (Desc, error) {
 				return d, nil
 			}
 		}
-		return Desc{}, fmt.Errorf("%w: models/ops op %q", ErrUnsupported, s)
+		return Desc{}, unsupported(op, "unknown models/ops op")
 	default:
-		return Desc{}, fmt.Errorf("%w: %s %q", ErrUnsupported, typ, s)
+		return Desc{}, unsupported(op, "no GPU lowering for this op")
 	}
 }

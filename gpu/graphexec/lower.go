@@ -22,10 +22,6 @@ func (m *Machine) exec(i int, desc Desc, out *gpu.Tensor, in []*gpu.Tensor) erro
 		return d.Scale(out, in[0], desc.C)
 	case KindSumRows:
 		return d.Sum(out, in[0], 0)
-	case KindConstant:
-		return d.Fill(out, desc.C)
-	case KindMatMul:
-		return d.MatMul(out, in[0], in[1], desc.TransA, desc.TransB, 1, 0)
 	case KindActivation:
 		return m.activation(desc, out, in)
 	case KindNorm:
@@ -40,6 +36,9 @@ func (m *Machine) exec(i int, desc Desc, out *gpu.Tensor, in []*gpu.Tensor) erro
 		return m.crossEntropy(i, desc, out, in)
 	case KindAttention:
 		return m.attention(desc, out, in)
+	}
+	if isStandard(desc.Kind) {
+		return m.standard(i, desc, out, in)
 	}
 	return fmt.Errorf("%w: kind %v", ErrUnsupported, desc.Kind)
 }

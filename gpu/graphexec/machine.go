@@ -65,6 +65,9 @@ func Compile(d *gpu.Device, g *gorgonia.ExprGraph, opts ...Option) (*Machine, er
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if err := CheckGraph(g); err != nil {
+		return nil, err
+	}
 	gr, prog, err := analyse(g, &cfg)
 	if err != nil {
 		return nil, err
@@ -174,6 +177,14 @@ func (m *Machine) step(in plan.Step) error {
 func (m *Machine) loadInput(i int, n *gorgonia.Node) error {
 	if t, ok := m.bound[i]; ok {
 		m.vals[i], m.bufs[i] = t, &buffer{t: t, refs: 1}
+		return nil
+	}
+	if f, ok := n.Value().(*gorgonia.F32); ok { // a scalar input
+		t, err := m.dev.FromHost([]float32{float32(*f)})
+		if err != nil {
+			return err
+		}
+		m.vals[i], m.bufs[i] = t, &buffer{t: t, refs: 1, owned: true}
 		return nil
 	}
 	v, ok := n.Value().(*tensor.Dense)

@@ -29,7 +29,8 @@ func TestKernelNamesAreUnique(t *testing.T) {
 	// A few the gpu package relies on, one per source, so that a broken name table fails here.
 	for _, k := range []string{"add_f32", "add_f32_c", "exp_f32", "sum_last_f32", "causal_softmax_f32",
 		"layernorm_fwd_f32", "rmsnorm_bwd_dx_f32", "gelu_bwd_f32", "swiglu_bwd_f32", "rope_bwd_f32",
-		"embedding_scatter_add_f32", "cross_entropy_bwd_f32", "adamw_f32"} {
+		"embedding_scatter_add_f32", "cross_entropy_bwd_f32", "adamw_f32", "gte_f32", "gte_f32_c", "softplus_f32",
+		"assign_strided_f32", "softmax_axis_bwd_f32", "dropout_bwd_f32"} {
 		assert.Contains(t, seen, k)
 	}
 }
