@@ -114,87 +114,90 @@ results-check:
 shard-sim:
 	$(GO) run ./bench/cmd/shard-sim --markdown bench/SHARDING.md > bench/SHARDING.jsonl
 
-# ---- CUDA (build tag `cuda`). No GPU or CUDA install needed to build: cuda-headers takes cuda.h,
-# cudaTypedefs.h and the libcuda.so link stub from Debian's nvidia-cuda-dev into $(CUDA_DIR).
-# GPU binaries go to $(GPU_DIR); copy or carry that folder to a GPU machine (see gpu-test).
-CUDA_DIR ?= .cuda
+# ---- GPU code. It has no build tag and no cgo: the CUDA libraries (driver, cuBLAS, NVRTC, NCCL)
+# are opened at run time (internal/dl), so `go build ./...` includes it, CGO_ENABLED=0 builds it,
+# and nothing CUDA is needed to build. GPU binaries go to $(GPU_DIR); copy or carry that folder to
+# a GPU machine (see gpu-test).
 GPU_DIR  ?= .gpu
 TRACES   ?= ../shared/traces
-CUDA_ENV  = CGO_ENABLED=1 CGO_CFLAGS="-I$(CURDIR)/$(CUDA_DIR)/usr/include" \
-	CGO_LDFLAGS="-L$(CURDIR)/$(CUDA_DIR)/usr/lib/x86_64-linux-gnu/stubs"
-# The packages with files behind a positive `cuda` constraint. Not ./...: gorgonia.org/gorgonia uses
-# the same tag for its own CUDA engine (cuDNN 8 headers, which Debian does not ship), so any package
-# importing gorgonia cannot build with -tags cuda.
-CUDA_PKGS = $(shell grep -rlE --include='*.go' '^//go:build (.*[^!])?cuda\b' --exclude-dir=.git \
-	--exclude-dir=$(CUDA_DIR) --exclude-dir=$(GPU_DIR) . | xargs -n1 dirname | sort -u)
+CC       ?= cc
+GPU_BUILD = CGO_ENABLED=0 $(GO) build -ldflags='-s -w'
+GPU_TEST_BUILD = CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w'
 
-.PHONY: cuda-headers build-cuda gpu-test gpu-bench
+.PHONY: nocgo-check cuda-fake-test external-module-check gpu-build gpu-test gpu-bench
 
-cuda-headers:
-	./scripts/cuda-headers.sh $(CUDA_DIR)
+# Every package builds and vets without cgo, and no file carries a CUDA build tag.
+nocgo-check:
+	CGO_ENABLED=0 $(GO) build ./...
+	CGO_ENABLED=0 $(GO) vet ./...
+	@! grep -rn --include='*.go' -E '^//go:build.*\b(cuda|gmlakegpu)\b' . || { echo "CUDA build tags are back" >&2; exit 1; }
 
-# Vets and builds every cuda-tagged package, builds the GPU binaries, and runs the cuda-tagged tests
-# here: without a GPU they skip or take the host fallback, which proves the binaries start anywhere.
-# Then driver/cuda's GPU tests run for real against a fake libcuda over host memory
-# (driver/cuda/testdata/fakecuda.c), so the cgo layer and the engine on it are tested in CI too.
+# driver/cuda's GPU tests and the default driver's choice, run for real against a fake libcuda over
+# host memory (driver/cuda/testdata/fakecuda.c: plain C, no CUDA header, built with the machine's C
+# compiler), under -race and without cgo; then the user-module check with the same fake.
 FAKE_CUDA = $(GPU_DIR)/fake/libcuda.so.1
-build-cuda: cuda-headers
-	$(CUDA_ENV) $(GO) vet -tags cuda $(CUDA_PKGS)
-	$(CUDA_ENV) $(GO) build -tags cuda $(CUDA_PKGS)
+$(FAKE_CUDA): driver/cuda/testdata/fakecuda.c
+	mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -O2 -Wall -Wextra -o $@ $<
+
+cuda-fake-test: $(FAKE_CUDA)
+	GMLAKE_LIBCUDA=$(CURDIR)/$(FAKE_CUDA) GMLAKE_REQUIRE_GPU=1 $(GO) test -race -count=1 ./driver/cuda
+	GMLAKE_LIBCUDA=$(CURDIR)/$(FAKE_CUDA) GMLAKE_REQUIRE_GPU=1 $(GO) test -race -count=1 -run TestDefaultDriver .
+	GMLAKE_LIBCUDA=$(CURDIR)/$(FAKE_CUDA) GMLAKE_REQUIRE_GPU=1 CGO_ENABLED=0 $(GO) test -count=1 ./driver/cuda
+
+# A new module outside the repository (scripts/external-module.sh) builds with CGO_ENABLED=0 and no
+# flags and runs gmlake.NewAllocator(): host memory here, CUDA with the fake libcuda.
+external-module-check: $(FAKE_CUDA)
+	FAKE_LIBCUDA=$(CURDIR)/$(FAKE_CUDA) ./scripts/external-module.sh
+
+# The GPU test binaries and gpu-replay, stripped, for a GPU machine without Go.
+gpu-build:
 	mkdir -p $(GPU_DIR)
-	$(CUDA_ENV) $(GO) test -c -tags cuda -o $(GPU_DIR)/cuda.test ./driver/cuda
-	$(CUDA_ENV) $(GO) test -c -tags cuda -o $(GPU_DIR)/gmlake.test .
-	$(CUDA_ENV) $(GO) build -tags cuda -o $(GPU_DIR)/gpu-replay ./bench/cmd/gpu-replay
-	$(CUDA_ENV) $(GO) test -c -tags cuda -o $(GPU_DIR)/nccl.test ./dist/nccl
-	$(CUDA_ENV) $(GO) test -tags cuda -race -count=1 $(CUDA_PKGS)
-	mkdir -p $(dir $(FAKE_CUDA))
-	$(CC) -shared -fPIC -O2 -Wall -I$(CUDA_DIR)/usr/include -o $(FAKE_CUDA) driver/cuda/testdata/fakecuda.c
-	GMLAKE_LIBCUDA=$(CURDIR)/$(FAKE_CUDA) GMLAKE_REQUIRE_GPU=1 $(CUDA_ENV) \
-		$(GO) test -tags cuda -race -count=1 ./driver/cuda
-	GMLAKE_LIBCUDA=$(CURDIR)/$(FAKE_CUDA) GMLAKE_REQUIRE_GPU=1 $(CUDA_ENV) \
-		$(GO) test -tags cuda -race -count=1 -run TestDefaultDriverCUDA .
+	$(GPU_TEST_BUILD) -o $(GPU_DIR)/cuda.test ./driver/cuda
+	$(GPU_TEST_BUILD) -o $(GPU_DIR)/gmlake.test .
+	$(GPU_TEST_BUILD) -o $(GPU_DIR)/nccl.test ./dist/nccl
+	$(GPU_TEST_BUILD) -o $(GPU_DIR)/gpu.test ./gpu
+	$(GPU_TEST_BUILD) -o $(GPU_DIR)/cublas.test ./gpu/cublas
+	$(GPU_TEST_BUILD) -o $(GPU_DIR)/kernels.test ./gpu/kernels
+	$(GPU_BUILD) -o $(GPU_DIR)/gpu-replay ./bench/cmd/gpu-replay
 
 # On a GPU machine this runs the GPU tests; elsewhere they skip. To run them on a GPU machine
-# without Go: `make build-cuda`, copy .gpu/ and scripts/ there, run `scripts/gpu-run.sh tests`.
-gpu-test: build-cuda
+# without Go: `make gpu-build`, copy .gpu/ and scripts/ there, run `scripts/gpu-run.sh tests`.
+gpu-test: gpu-build
 	./scripts/gpu-run.sh tests $(OUT_DIR)/gpu
 
 # Replays the traces with real GPU memory (gmlake, Gorgonia's pool, cuMemAlloc); results in
 # $(OUT_DIR)/gpu. Without a GPU only the simulated half runs. Elsewhere: copy .gpu/ (traces
 # included) and scripts/ to the GPU machine and run `scripts/gpu-run.sh bench`.
-gpu-bench: build-cuda
+gpu-bench: gpu-build
 	mkdir -p $(GPU_DIR)/traces
 	cp $(TRACES)/*.trace.gz $(GPU_DIR)/traces/
 	./scripts/gpu-run.sh bench $(OUT_DIR)/gpu
 
-# ---- GPU kernels: every CUDA source in gpu/kernels must compile. NVRTC (a compiler library, no GPU
-# needed) is taken from Debian's CUDA 11.8 packages into $(NVRTC_DIR) by gpu/tools/nvrtc-lib.sh.
+# ---- GPU kernels: every CUDA source in gpu/kernels must compile. NVRTC is a compiler library and
+# needs no GPU and no header; gpu/tools/nvrtc-lib.sh takes it from Debian's CUDA 11.8 packages
+# (libnvrtc11.2 and libnvrtc-builtins11.8, about 16 MB of .debs, cached) into $(NVRTC_DIR).
 NVRTC_DIR ?= $(GPU_DIR)/nvrtc
 NVRTC_LIB  = $(CURDIR)/$(NVRTC_DIR)/usr/lib/x86_64-linux-gnu
 
 .PHONY: kernels-check
 kernels-check:
 	./gpu/tools/nvrtc-lib.sh $(NVRTC_DIR) >/dev/null
-	GMLAKE_NVRTC=$(NVRTC_LIB)/libnvrtc.so.11.2 GMLAKE_REQUIRE_NVRTC=1 $(GO) test -count=1 -run 'TestKernelsCompile|TestCompileError' ./gpu/kernels
+	GMLAKE_NVRTC=$(NVRTC_LIB)/libnvrtc.so.11.2 GMLAKE_REQUIRE_NVRTC=1 CGO_ENABLED=0 $(GO) test -count=1 -run 'TestKernelsCompile|TestCompileError' ./gpu/kernels
 
-# Gorgonia graphs on the GPU (gpu/graphexec) build under the `gmlakegpu` tag, not `cuda`, which
-# switches gorgonia to its own CUDA engine (see gpu/doc.go). gpu-graph-check vets and runs them
-# here (GPU tests skip); gpu-graph-build puts the GPU test binaries and the fixtures they read into
-# $(GPU_DIR)/gpu for a GPU machine: `cd .gpu/gpu && GMLAKE_FIXTURES=$$PWD/fixtures ./graphexec.test -test.v`.
-.PHONY: gpu-graph-check gpu-graph-build
-gpu-graph-check: cuda-headers
-	$(CUDA_ENV) $(GO) vet -tags gmlakegpu ./gpu/...
-	$(CUDA_ENV) $(GO) test -tags gmlakegpu -race -count=1 ./gpu/...
-
-gpu-graph-build: cuda-headers
+# Gorgonia graphs on the GPU (gpu/graphexec): gpu-graph-build puts the GPU test binaries and the
+# fixtures they read into $(GPU_DIR)/gpu for a GPU machine:
+# `cd .gpu/gpu && GMLAKE_FIXTURES=$$PWD/fixtures ./graphexec.test -test.v`.
+.PHONY: gpu-graph-build
+gpu-graph-build:
 	mkdir -p $(GPU_DIR)/gpu/fixtures
 	cp -r ../shared/fixtures/hf/gpt2-tiny ../shared/fixtures/hf/llama-tiny $(GPU_DIR)/gpu/fixtures/
-	$(CUDA_ENV) $(GO) test -c -tags cuda -o $(GPU_DIR)/gpu/gpu.test ./gpu
-	$(CUDA_ENV) $(GO) test -c -tags gmlakegpu -o $(GPU_DIR)/gpu/graphexec.test ./gpu/graphexec
+	$(GPU_TEST_BUILD) -o $(GPU_DIR)/gpu/gpu.test ./gpu
+	$(GPU_TEST_BUILD) -o $(GPU_DIR)/gpu/graphexec.test ./gpu/graphexec
 
 # Fine-tuning on the GPU under gmlake, the Gorgonia pool and direct cuMemAlloc (gpu/cmd/gpu-train).
-# gpu-train-build puts the binary, the GPU tests, the demo's GPU build (finetune: runs on the GPU
-# when there is one) and the fixtures into $(GPU_DIR)/gpu2 (carry that
+# gpu-train-build puts the binary, the GPU tests, the demo (finetune: runs on the GPU when there
+# is one) and the fixtures into $(GPU_DIR)/gpu2 (carry that
 # folder to a GPU machine); gpu-train-bench also runs it here, when this machine has the GPU, and
 # rewrites gpu/RESULTS.md (LoRA without recomputation: the largest batch under 40 GiB) and
 # gpu/RESULTS-offload.md (recomputation + offload: step time). On a GPU machine without Go, from a copy holding $(GPU_DIR)/gpu2:
@@ -202,31 +205,27 @@ gpu-graph-build: cuda-headers
 GPU_TRAIN_FLAGS ?= --capacity 40GiB --no-recompute --steps 24 --bisect-limit 60s
 GPU_TRAIN_OFFLOAD_FLAGS ?= --capacity 40GiB --offload --steps 24 --no-max-batch
 .PHONY: gpu-train-build gpu-train-bench
-gpu-train-build: cuda-headers
+gpu-train-build:
 	mkdir -p $(GPU_DIR)/gpu2/fixtures
 	cp -r ../shared/fixtures/hf/gpt2-tiny ../shared/fixtures/hf/llama-tiny $(GPU_DIR)/gpu2/fixtures/
-	$(CUDA_ENV) $(GO) build -tags gmlakegpu -ldflags='-s -w' -o $(GPU_DIR)/gpu2/gpu-train ./gpu/cmd/gpu-train
-	$(CUDA_ENV) $(GO) test -c -tags gmlakegpu -ldflags='-s -w' -o $(GPU_DIR)/gpu2/graphexec.test ./gpu/graphexec
-	$(CUDA_ENV) $(GO) test -c -tags gmlakegpu -ldflags='-s -w' -o $(GPU_DIR)/gpu2/gpu.test ./gpu
-	$(CUDA_ENV) $(GO) build -tags gmlakegpu -ldflags='-s -w' -o $(GPU_DIR)/gpu2/finetune ./examples/finetune
+	$(GPU_BUILD) -o $(GPU_DIR)/gpu2/gpu-train ./gpu/cmd/gpu-train
+	$(GPU_TEST_BUILD) -o $(GPU_DIR)/gpu2/graphexec.test ./gpu/graphexec
+	$(GPU_TEST_BUILD) -o $(GPU_DIR)/gpu2/gpu.test ./gpu
+	$(GPU_BUILD) -o $(GPU_DIR)/gpu2/finetune ./examples/finetune
 
 gpu-train-bench: gpu-train-build
 	gpu/tools/gpu-train-results.sh $(GPU_DIR)/gpu2/gpu-train gpu/RESULTS.md $(GPU_TRAIN_FLAGS)
 	gpu/tools/gpu-train-results.sh $(GPU_DIR)/gpu2/gpu-train gpu/RESULTS-offload.md $(GPU_TRAIN_OFFLOAD_FLAGS)
 
-# ---- Data parallelism on several GPUs (dist/gpudp over dist/nccl, tag gmlakegpu): dist-gpu-check
-# vets and tests every dist package here (GPU tests skip); dist-gpu-build puts the test binaries and
-# the dp-bench command in $(GPU_DIR)/dist for a machine with several GPUs (see dist/gpudp).
-.PHONY: dist-gpu-check dist-gpu-build
-dist-gpu-check: cuda-headers
-	$(CUDA_ENV) $(GO) vet -tags gmlakegpu ./dist/...
-	$(CUDA_ENV) $(GO) test -tags gmlakegpu -race -count=1 ./dist/...
-
-dist-gpu-build: cuda-headers
+# ---- Data parallelism on several GPUs (dist/gpudp over dist/nccl): dist-gpu-build puts the test
+# binaries and the dp-bench command in $(GPU_DIR)/dist for a machine with several GPUs (see
+# dist/gpudp). Their tests without GPUs (the fake NCCL included) run in `make test`.
+.PHONY: dist-gpu-build
+dist-gpu-build:
 	mkdir -p $(GPU_DIR)/dist
-	$(CUDA_ENV) $(GO) test -c -tags gmlakegpu -o $(GPU_DIR)/dist/gpudp.test ./dist/gpudp
-	$(CUDA_ENV) $(GO) test -c -tags gmlakegpu -o $(GPU_DIR)/dist/nccl.test ./dist/nccl
-	$(CUDA_ENV) $(GO) build -tags gmlakegpu -o $(GPU_DIR)/dist/dp-bench ./dist/cmd/dp-bench
+	$(GPU_TEST_BUILD) -o $(GPU_DIR)/dist/gpudp.test ./dist/gpudp
+	$(GPU_TEST_BUILD) -o $(GPU_DIR)/dist/nccl.test ./dist/nccl
+	$(GPU_BUILD) -o $(GPU_DIR)/dist/dp-bench ./dist/cmd/dp-bench
 
 # ---- The main demo: LoRA fine-tuning of a small GPT on gmlake's stitched host memory with
 # recomputation, offload and variable lengths; prints the allocator table and writes the trace and

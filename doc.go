@@ -16,6 +16,7 @@
 // returns a gorgonia.org/tensor Engine over host memory, for tensor.WithEngine and
 // gorgonia.WithEngine.
 //
-// Without WithDriver the default driver is used: the CUDA driver in a build with -tags cuda on a
-// machine with a GPU, otherwise the host driver.
+// Without WithDriver the default driver is used: the CUDA driver on a machine with a GPU,
+// otherwise the host driver. Every build has both (no build tag, no cgo: the CUDA driver library
+// is opened at run time), so one binary picks the GPU wherever there is one.
 package gmlake

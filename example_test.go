@@ -10,8 +10,8 @@ import (
 	"github.com/gmlake/gmlake/driver/host"
 )
 
-// An allocator with Gorgonia's cuda.Arena method set, on the default driver: GPU memory in a
-// -tags cuda build on a machine with a GPU, real host memory otherwise.
+// An allocator with Gorgonia's cuda.Arena method set, on the default driver: GPU memory on a
+// machine with a GPU, real host memory otherwise.
 func ExampleNewAllocator() {
 	a, err := gmlake.NewAllocator(gmlake.WithCapacity(64 << 20))
 	if err != nil {

@@ -36,7 +36,7 @@ func NewAllocator(opts ...Option) (*memory.Allocator, error) {
 
 // NewTensorEngine returns a gorgonia.org/tensor engine over a new allocator, for tensor.WithEngine and
 // gorgonia.WithEngine. The driver must give host memory (the host driver does; the default driver
-// in a -tags cuda build on a GPU machine does not). Close the allocator when done:
+// on a GPU machine does not: name the host driver with WithDriver there). Close the allocator when done:
 // e.Allocator().Close().
 func NewTensorEngine(opts ...Option) (*memory.TensorEngine, error) {
 	a, err := NewAllocator(opts...)
@@ -50,8 +50,8 @@ func NewTensorEngine(opts ...Option) (*memory.TensorEngine, error) {
 	return e, nil
 }
 
-// hostDriver is the host driver with the given granularity (0: its default). The default driver of a
-// -tags cuda build falls back to it on a machine without a GPU.
+// hostDriver is the host driver with the given granularity (0: its default). The default driver
+// falls back to it on a machine without a GPU.
 func hostDriver(granularity uint64) (stitch.Driver, error) {
 	var opts []host.Option
 	if granularity != 0 {

@@ -71,7 +71,7 @@ func TestNewTensorEngine(t *testing.T) {
 
 // TestBadInputAtTheAPI: every misuse of the allocator NewAllocator returns fails with a typed error,
 // a rejected Put is counted, and the allocator stays consistent. It runs on the default driver, so
-// a -tags cuda test binary on a GPU machine checks the same on device memory.
+// on a GPU machine the same test checks the same on device memory.
 func TestBadInputAtTheAPI(t *testing.T) {
 	const gr = 2 << 20 // the default granularity
 	a, err := NewAllocator(WithCapacity(16 * gr))

@@ -12,10 +12,9 @@
 // virtual addresses accessed as another's local memory). Each engine is safe for concurrent use,
 // so one goroutine per rank may use its pool while others use theirs.
 //
-// Pools holds engines, not memory.Allocators (the Gorgonia adapter), so that the package builds
-// with the `cuda` tag: package memory imports gorgonia.org/tensor, which pulls in gorgonia.org/cu
-// and cuBLAS headers under that tag. A Gorgonia executor wraps an engine with vm-style Get/Free
-// where it needs one (see dist/zero).
+// Pools holds engines, not memory.Allocators (the Gorgonia adapter), so that the package does not
+// depend on Gorgonia. A Gorgonia executor wraps an engine with vm-style Get/Free where it needs
+// one (see dist/zero).
 //
 // Per-device statistics (Stats) are the engines' own; Summary aggregates them the way a
 // data-parallel job is judged: the largest per-device peak, since the fullest device decides
@@ -25,9 +24,8 @@
 //
 //   - dist/zero: ZeRO-style partitioning of optimizer state (and gradients) across ranks, with a
 //     data-parallel step over N in-process ranks whose collectives are done in Go;
-//   - dist/nccl: NCCL bindings (behind the `cuda` or `gmlakegpu` build tag, library opened at run
-//     time) for the same collectives on GPUs;
-//   - dist/gpudp: the data-parallel ZeRO-2 trainer on several GPUs (tag `gmlakegpu`): one rank
+//   - dist/nccl: NCCL bindings (library opened at run time) for the same collectives on GPUs;
+//   - dist/gpudp: the data-parallel ZeRO-2 trainer on several GPUs: one rank
 //     per GPU, each on its own pool, gradients reduce-scattered over NCCL; dist/cmd/dp-bench
 //     measures it under gmlake, the Gorgonia pool and plain cuMemAlloc;
 //   - dist/shardsim: per-rank allocation traces of a ZeRO data-parallel fine-tuning step, by

@@ -1,5 +1,3 @@
-//go:build cuda || gmlakegpu
-
 package gpu
 
 // GELU queues out = gelu(x), tanh approximation (GPT-2's gelu_new).

@@ -1,5 +1,3 @@
-//go:build cuda || gmlakegpu
-
 package gpu
 
 // IgnoreIndex is the target value whose rows the loss skips (Hugging Face's -100).

@@ -1,19 +1,14 @@
-//go:build cuda || gmlakegpu
-
 package gpu
-
-// #include "libcuda.h"
-import "C"
 
 import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 
 	"github.com/gmlake/gmlake/gpu/cublas"
 	"github.com/gmlake/gmlake/gpu/nvrtc"
+	"github.com/gmlake/gmlake/internal/libcuda"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -29,7 +24,7 @@ type Device struct {
 	ccMajor  int
 	ccMinor  int
 	sms      int
-	ctx      C.CUcontext
+	ctx      libcuda.Context
 	stream   uintptr
 	alloc    Allocator
 	blas     *cublas.Handle
@@ -57,22 +52,22 @@ func New(opts ...Option) (*Device, error) {
 	}
 	d := &Device{ordinal: cfg.ordinal, log: cfg.logger, modules: map[string]uintptr{},
 		functions: map[string]uintptr{}, kernelSrc: kernelIndex()}
-	var name [256]C.char
-	var major, minor, sms C.int
-	if err := check("cuDeviceGet", C.gk_device_info(C.int(d.ordinal), &name[0], C.int(len(name)), &major, &minor,
-		&sms)); err != nil {
+	if err := d.readInfo(); err != nil {
 		return nil, fmt.Errorf("gpu: device %d: %w", d.ordinal, err)
 	}
-	d.name, d.ccMajor, d.ccMinor, d.sms = C.GoString(&name[0]), int(major), int(minor), int(sms)
-	if err := check("cuDevicePrimaryCtxRetain", C.gk_primary_retain(C.int(d.ordinal), &d.ctx)); err != nil {
+	ctx, r := libcuda.PrimaryCtxRetain(d.ordinal)
+	if err := check("cuDevicePrimaryCtxRetain", r); err != nil {
 		return nil, err
 	}
-	var s C.uintptr_t
-	if err := check("cuStreamCreate", C.gk_stream_create(d.ctx, &s)); err != nil {
+	d.ctx = ctx
+	r = libcuda.In(d.ctx, func() (r libcuda.Result) {
+		d.stream, r = libcuda.StreamCreate(libcuda.StreamDefault)
+		return r
+	})
+	if err := check("cuStreamCreate", r); err != nil {
 		d.releaseContext()
 		return nil, err
 	}
-	d.stream = uintptr(s)
 	d.alloc = cfg.alloc
 	if d.alloc == nil {
 		d.alloc = &directAllocator{ctx: d.ctx}
@@ -88,6 +83,27 @@ func New(opts ...Option) (*Device, error) {
 	}
 	d.log.Info("gpu: opened", "device", d.name, "arch", d.Arch(), "nvrtc", d.compiler.Path())
 	return d, nil
+}
+
+// readInfo reads the device's name, compute capability and multiprocessor count.
+func (d *Device) readInfo() error {
+	dev, r := libcuda.DeviceGet(d.ordinal)
+	if r == libcuda.Success {
+		d.name, r = libcuda.DeviceGetName(dev)
+	}
+	for _, a := range []struct {
+		attr libcuda.DeviceAttribute
+		dst  *int
+	}{
+		{libcuda.AttrComputeCapabilityMajor, &d.ccMajor},
+		{libcuda.AttrComputeCapabilityMinor, &d.ccMinor},
+		{libcuda.AttrMultiprocessorCount, &d.sms},
+	} {
+		if r == libcuda.Success {
+			*a.dst, r = libcuda.DeviceGetAttribute(a.attr, dev)
+		}
+	}
+	return check("cuDeviceGet", r)
 }
 
 func (d *Device) openBLAS() error {
@@ -112,15 +128,16 @@ func (d *Device) openBLAS() error {
 // withContext runs fn on a locked OS thread with the Device's context current, for calls into
 // libraries (cuBLAS) that use the thread's current context.
 func (d *Device) withContext(fn func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var prev C.CUcontext
-	if err := check("cuCtxSetCurrent", C.gk_enter(d.ctx, &prev)); err != nil {
+	prev, r := libcuda.Enter(d.ctx)
+	if err := check("cuCtxSetCurrent", r); err != nil {
 		return err
 	}
-	defer C.gk_leave(d.ctx, prev)
+	defer libcuda.Leave(d.ctx, prev)
 	return fn()
 }
+
+// in runs f with the Device's context current on the calling thread.
+func (d *Device) in(f func() libcuda.Result) libcuda.Result { return libcuda.In(d.ctx, f) }
 
 // Name is the GPU's name, e.g. "NVIDIA H200".
 func (d *Device) Name() string { return d.name }
@@ -137,7 +154,7 @@ func (d *Device) Synchronize() error {
 	if d.closed {
 		return ErrClosed
 	}
-	return check("cuStreamSynchronize", C.gk_stream_synchronize(d.ctx, C.uintptr_t(d.stream)))
+	return check("cuStreamSynchronize", d.in(func() libcuda.Result { return libcuda.StreamSynchronize(d.stream) }))
 }
 
 // MarkIteration tells the Device's allocator that a training iteration begins, when it takes the
@@ -162,7 +179,7 @@ func (d *Device) Close() error {
 		err = errors.Join(err, d.withContext(d.blas.Close))
 	}
 	for _, m := range d.modules {
-		err = errors.Join(err, check("cuModuleUnload", C.gk_module_unload(d.ctx, C.uintptr_t(m))))
+		err = errors.Join(err, check("cuModuleUnload", d.in(func() libcuda.Result { return libcuda.ModuleUnload(m) })))
 	}
 	d.releaseContext()
 	d.closed = true
@@ -171,23 +188,27 @@ func (d *Device) Close() error {
 
 func (d *Device) releaseContext() {
 	if d.stream != 0 {
-		C.gk_stream_destroy(d.ctx, C.uintptr_t(d.stream))
+		d.in(func() libcuda.Result { return libcuda.StreamDestroy(d.stream) })
 		d.stream = 0
 	}
-	C.gk_primary_release(C.int(d.ordinal))
+	libcuda.PrimaryCtxRelease(d.ordinal)
 }
 
 // directAllocator is cuMemAlloc/cuMemFree per request: the no-pool baseline, and the default.
 type directAllocator struct {
-	ctx C.CUcontext
+	ctx libcuda.Context
 	mu  sync.Mutex
 }
 
 func (a *directAllocator) Alloc(size uint64, _ stitch.Stream) (uintptr, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var p C.uint64_t
-	if err := check("cuMemAlloc", C.gk_mem_alloc(a.ctx, C.size_t(size), &p)); err != nil {
+	var p uint64
+	r := libcuda.In(a.ctx, func() (r libcuda.Result) {
+		p, r = libcuda.MemAlloc(size)
+		return r
+	})
+	if err := check("cuMemAlloc", r); err != nil {
 		return 0, err
 	}
 	return uintptr(p), nil
@@ -196,5 +217,5 @@ func (a *directAllocator) Alloc(size uint64, _ stitch.Stream) (uintptr, error) {
 func (a *directAllocator) Free(ptr uintptr, _ uint64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return check("cuMemFree", C.gk_mem_free(a.ctx, C.uint64_t(ptr)))
+	return check("cuMemFree", libcuda.In(a.ctx, func() libcuda.Result { return libcuda.MemFree(uint64(ptr)) }))
 }

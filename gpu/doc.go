@@ -2,21 +2,18 @@
 // allocator: float32 tensors, the project's own CUDA kernels (elementwise ops with broadcasting,
 // reductions, softmax and causal softmax, LayerNorm/RMSNorm, GELU/SiLU/SwiGLU, RoPE, embedding
 // gather/scatter-add, fused softmax cross-entropy, AdamW with gradient-norm clipping), and matrix
-// products through cuBLAS. Everything but this doc comment is behind a build tag: `cuda` (the
-// project's CUDA tag, with driver/cuda) or `gmlakegpu`. The second exists because Gorgonia uses the
-// `cuda` tag for its own CUDA engine, which does not build here (cuDNN 8 headers): a binary that
-// runs Gorgonia graphs on the GPU (package gpu/graphexec) is built with -tags gmlakegpu, and then
-// this package must not depend on driver/cuda, so it opens the driver library itself.
+// products through cuBLAS. It is part of every build (no build tag, no cgo, no CUDA headers): on a
+// machine without a GPU, New returns an error wrapping ErrUnavailable.
 //
 // # Libraries, all opened at run time
 //
-// The driver (libcuda.so.1, override GMLAKE_LIBCUDA) is opened with dlopen as driver/cuda does
-// (its own copy of the loader, with gk_ names so that both link into one binary), and
-// gorgonia.org/cu is not imported: cu calls cuInit in its package init and exits the process when
-// that fails, so no binary importing it can start on a machine without a GPU, and its Function.Launch
-// copies every kernel argument as 8 bytes. cuBLAS (package gpu/cublas, GMLAKE_CUBLAS) and NVRTC
-// (package gpu/nvrtc, GMLAKE_NVRTC) are opened by a list of sonames (CUDA 11.8 to 13), so one binary
-// built against Debian's CUDA 11.8 headers runs with whatever CUDA libraries the GPU machine has.
+// The driver (libcuda.so.1, override GMLAKE_LIBCUDA) is the one internal/libcuda opens for
+// driver/cuda too, and gorgonia.org/cu is not imported: cu calls cuInit in its package init and
+// exits the process when that fails, so no binary importing it can start on a machine without a
+// GPU, and its Function.Launch copies every kernel argument as 8 bytes. cuBLAS (package
+// gpu/cublas, GMLAKE_CUBLAS) and NVRTC (package gpu/nvrtc, GMLAKE_NVRTC) are opened by a list of
+// sonames (CUDA 11 to 13), so one binary runs with whatever CUDA libraries the GPU machine has.
+// All are called without cgo, through internal/dl.
 //
 // # Kernels
 //

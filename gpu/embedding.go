@@ -1,5 +1,3 @@
-//go:build cuda || gmlakegpu
-
 package gpu
 
 // EmbeddingGather queues out[k, :] = table[ids[k], :] for a (vocab, dim) table and out of

@@ -1,14 +1,11 @@
-//go:build cuda || gmlakegpu
-
 package gpu
-
-// #include "libcuda.h"
-import "C"
 
 import (
 	"errors"
 	"fmt"
 	"unsafe"
+
+	"github.com/gmlake/gmlake/internal/libcuda"
 )
 
 // ErrIndex is wrapped by errors about token ids or targets out of range.
@@ -37,8 +34,10 @@ func (d *Device) NewIds(ids []int32, limit int32, allowed ...int32) (*Ids, error
 	}
 	v := &Ids{dev: d, ptr: ptr, n: len(ids), bytes: bytes}
 	if len(ids) > 0 {
-		err = check("cuMemcpyHtoDAsync", C.gk_copy_htod_async(d.ctx, C.uint64_t(ptr), unsafe.Pointer(&ids[0]),
-			C.size_t(len(ids)*4), C.uintptr_t(d.stream)))
+		// The source is Go memory: the copy is waited for before ids can move or go.
+		err = check("cuMemcpyHtoDAsync", d.in(func() libcuda.Result {
+			return libcuda.MemcpyHtoDAsync(uint64(ptr), uintptr(unsafe.Pointer(&ids[0])), uint64(len(ids)*4), d.stream)
+		}))
 		if err == nil {
 			err = d.Synchronize()
 		}

@@ -1,19 +1,11 @@
-//go:build cuda || gmlakegpu
-
 package gpu
-
-// #cgo LDFLAGS: -ldl
-// #include <stdlib.h>
-// #include "libcuda.h"
-import "C"
 
 import (
 	"errors"
 	"fmt"
-	"os"
-	"sync"
-	"unsafe"
 
+	"github.com/gmlake/gmlake/internal/dl"
+	"github.com/gmlake/gmlake/internal/libcuda"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -41,9 +33,8 @@ const (
 )
 
 func (e *CUDAError) Error() string {
-	var name *C.char
-	if loadErr == nil && C.gk_error_name(C.CUresult(e.Code), &name) == C.CUDA_SUCCESS && name != nil {
-		return fmt.Sprintf("gpu: %s: %s (%d)", e.Call, C.GoString(name), e.Code)
+	if name := libcuda.ErrorName(libcuda.Result(e.Code)); name != "" {
+		return fmt.Sprintf("gpu: %s: %s (%d)", e.Call, name, e.Code)
 	}
 	return fmt.Sprintf("gpu: %s: CUresult %d", e.Call, e.Code)
 }
@@ -60,37 +51,26 @@ func (e *CUDAError) Unwrap() error {
 	return nil
 }
 
-var (
-	loadOnce sync.Once
-	loadErr  error = errors.New("gpu: driver library not loaded yet")
-)
-
-// loadLibrary opens the driver library once per process (GMLAKE_LIBCUDA, else libcuda.so.1) and
-// initialises the driver API. Without a driver it returns an error wrapping ErrUnavailable.
+// loadLibrary opens the driver library once per process (GMLAKE_LIBCUDA, else libcuda.so.1; the
+// one internal/libcuda opens for driver/cuda too) and initialises the driver API. Without a
+// driver it returns an error wrapping ErrUnavailable.
 func loadLibrary() error {
-	loadOnce.Do(func() {
-		path := os.Getenv(LibraryEnv)
-		if path == "" {
-			path = "libcuda.so.1"
-		}
-		cpath := C.CString(path)
-		defer C.free(unsafe.Pointer(cpath))
-		var msg [512]C.char
-		if C.gk_load(cpath, &msg[0], C.size_t(len(msg))) != 0 {
-			loadErr = fmt.Errorf("%w: loading %s: %s", ErrUnavailable, path, C.GoString(&msg[0]))
-			return
-		}
-		loadErr = nil
-		if err := check("cuInit", C.gk_init()); err != nil {
-			loadErr = err
-		}
-	})
-	return loadErr
+	err := libcuda.Init("")
+	var ie *libcuda.InitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ie):
+		return check("cuInit", ie.Code)
+	case errors.Is(err, dl.ErrNotFound), errors.Is(err, dl.ErrMissingSymbol):
+		return fmt.Errorf("%w: loading %s: %w", ErrUnavailable, libcuda.Path(), err)
+	}
+	return err
 }
 
 // check turns a CUresult into nil or a *CUDAError.
-func check(call string, r C.CUresult) error {
-	if r == C.CUDA_SUCCESS {
+func check(call string, r libcuda.Result) error {
+	if r == libcuda.Success {
 		return nil
 	}
 	return &CUDAError{Call: call, Code: int(r)}
@@ -102,9 +82,9 @@ func DeviceCount() (int, error) {
 	if err := loadLibrary(); err != nil {
 		return 0, err
 	}
-	var n C.int
-	if err := check("cuDeviceGetCount", C.gk_device_count(&n)); err != nil {
+	n, r := libcuda.DeviceGetCount()
+	if err := check("cuDeviceGetCount", r); err != nil {
 		return 0, err
 	}
-	return int(n), nil
+	return n, nil
 }

@@ -1,5 +1,3 @@
-//go:build cuda || gmlakegpu
-
 package gpu
 
 // MemoryStats counts the Device's requests to its allocator (tensors, ids, scratch).

@@ -1,19 +1,13 @@
-//go:build cuda || gmlakegpu
-
 package gpu
-
-// #include <stdlib.h>
-// #include "libcuda.h"
-import "C"
 
 import (
 	"fmt"
 	"math"
 	"sync"
-	"unsafe"
 
 	"github.com/gmlake/gmlake/gpu/kernels"
 	"github.com/gmlake/gmlake/gpu/nvrtc"
+	"github.com/gmlake/gmlake/internal/libcuda"
 )
 
 // ptxCache holds the PTX of each source per architecture for the life of the process: compiling
@@ -62,22 +56,25 @@ func (d *Device) function(name string) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	img := C.CBytes(ptx)
-	defer C.free(img)
-	var mod C.uintptr_t
-	if err := check("cuModuleLoadData", C.gk_module_load(d.ctx, img, &mod)); err != nil {
+	var mod uintptr
+	r := d.in(func() (r libcuda.Result) {
+		mod, r = libcuda.ModuleLoadData(ptx)
+		return r
+	})
+	if err := check("cuModuleLoadData", r); err != nil {
 		return 0, fmt.Errorf("gpu: loading %s: %w", src.Name, err)
 	}
-	d.modules[src.Name] = uintptr(mod)
+	d.modules[src.Name] = mod
 	for _, k := range src.Kernels {
-		cname := C.CString(k)
-		var fn C.uintptr_t
-		err := check("cuModuleGetFunction", C.gk_module_function(d.ctx, mod, cname, &fn))
-		C.free(unsafe.Pointer(cname))
-		if err != nil {
+		var fn uintptr
+		r := d.in(func() (r libcuda.Result) {
+			fn, r = libcuda.ModuleGetFunction(mod, k)
+			return r
+		})
+		if err := check("cuModuleGetFunction", r); err != nil {
 			return 0, fmt.Errorf("gpu: kernel %s in %s: %w", k, src.Name, err)
 		}
-		d.functions[k] = uintptr(fn)
+		d.functions[k] = fn
 	}
 	d.log.Info("gpu: loaded kernels", "source", src.Name, "kernels", len(src.Kernels), "ptx_bytes", len(ptx))
 	return d.functions[name], nil
@@ -123,27 +120,28 @@ func (d *Device) launch(name string, grid, block int, args ...any) error {
 	if err != nil {
 		return err
 	}
-	if len(args) > 32 {
-		return fmt.Errorf("gpu: %s: %d arguments, at most 32", name, len(args))
+	if len(args) > libcuda.MaxKernelArgs {
+		return fmt.Errorf("gpu: %s: %d arguments, at most %d", name, len(args), libcuda.MaxKernelArgs)
 	}
-	var slots [32]uint64
+	params := new(libcuda.KernelArgs)
 	for i, a := range args {
 		switch v := a.(type) {
 		case uintptr:
-			slots[i] = uint64(v)
+			params.Slots[i] = uint64(v)
 		case int:
-			slots[i] = uint64(int64(v))
+			params.Slots[i] = uint64(int64(v))
 		case int32:
-			slots[i] = uint64(uint32(v))
+			params.Slots[i] = uint64(uint32(v))
 		case float32:
-			slots[i] = uint64(math.Float32bits(v))
+			params.Slots[i] = uint64(math.Float32bits(v))
 		default:
 			return fmt.Errorf("gpu: %s: argument %d has unsupported type %T", name, i, a)
 		}
 	}
 	grid = min(max(grid, 1), maxGrid)
-	err = check("cuLaunchKernel", C.gk_launch(d.ctx, C.uintptr_t(fn), C.uint(grid), C.uint(block), 0,
-		C.uintptr_t(d.stream), (*C.uint64_t)(unsafe.Pointer(&slots[0])), C.int(len(args))))
+	err = check("cuLaunchKernel", d.in(func() libcuda.Result {
+		return libcuda.LaunchKernel(fn, uint32(grid), uint32(block), 0, d.stream, params, len(args))
+	}))
 	if err != nil {
 		return fmt.Errorf("gpu: launching %s: %w", name, err)
 	}

@@ -1,5 +1,3 @@
-//go:build cuda || gmlakegpu
-
 package gpu
 
 // ptrOf is t's device address, 0 (a null pointer for the kernel) for a nil tensor.

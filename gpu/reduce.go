@@ -1,5 +1,3 @@
-//go:build cuda || gmlakegpu
-
 package gpu
 
 // Sum queues out = the sum of in over axis (in contiguous; out contiguous with in's elements

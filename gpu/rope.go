@@ -1,5 +1,3 @@
-//go:build cuda || gmlakegpu
-
 package gpu
 
 // RoPE queues out = x * cos + rotate_half(x) * sin (Hugging Face's form) for x of rows of d

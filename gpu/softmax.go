@@ -1,5 +1,3 @@
-//go:build cuda || gmlakegpu
-
 package gpu
 
 // lastAxis returns rows × cols of a contiguous tensor viewed as rows of its last dimension.

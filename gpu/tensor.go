@@ -1,15 +1,13 @@
-//go:build cuda || gmlakegpu
-
 package gpu
-
-// #include "libcuda.h"
-import "C"
 
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"unsafe"
+
+	"github.com/gmlake/gmlake/internal/libcuda"
 )
 
 // ErrShape is wrapped by every error about operand shapes, strides or sizes.
@@ -186,12 +184,15 @@ func (t *Tensor) CopyFrom(data []float32) error {
 		return nil
 	}
 	d := t.dev
-	err := check("cuMemcpyHtoDAsync", C.gk_copy_htod_async(d.ctx, C.uint64_t(t.ptr), unsafe.Pointer(&data[0]),
-		C.size_t(len(data)*4), C.uintptr_t(d.stream)))
+	err := check("cuMemcpyHtoDAsync", d.in(func() libcuda.Result {
+		return libcuda.MemcpyHtoDAsync(uint64(t.ptr), uintptr(unsafe.Pointer(&data[0])), uint64(len(data)*4), d.stream)
+	}))
 	if err != nil {
 		return err
 	}
-	return d.Synchronize() // pageable source: make the copy's completion explicit
+	err = d.Synchronize() // pageable source: make the copy's completion explicit
+	runtime.KeepAlive(data)
+	return err
 }
 
 // ToHost waits for the queued work and returns the tensor's elements in row-major order (a strided
@@ -214,8 +215,9 @@ func (t *Tensor) ToHost() ([]float32, error) {
 		return out, nil
 	}
 	d := t.dev
-	err := check("cuMemcpyDtoHAsync", C.gk_copy_dtoh_async(d.ctx, unsafe.Pointer(&out[0]), C.uint64_t(src.ptr),
-		C.size_t(len(out)*4), C.uintptr_t(d.stream)))
+	err := check("cuMemcpyDtoHAsync", d.in(func() libcuda.Result {
+		return libcuda.MemcpyDtoHAsync(uintptr(unsafe.Pointer(&out[0])), uint64(src.ptr), uint64(len(out)*4), d.stream)
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -227,8 +229,9 @@ func (d *Device) CopyDevice(dst, src *Tensor) error {
 	if !dst.Contiguous() || !src.Contiguous() || dst.Len() != src.Len() {
 		return shapeError("CopyDevice", "%v into %v", src.shape, dst.shape)
 	}
-	return check("cuMemcpyDtoDAsync", C.gk_copy_dtod_async(d.ctx, C.uint64_t(dst.ptr), C.uint64_t(src.ptr),
-		C.size_t(dst.Len()*4), C.uintptr_t(d.stream)))
+	return check("cuMemcpyDtoDAsync", d.in(func() libcuda.Result {
+		return libcuda.MemcpyDtoDAsync(uint64(dst.ptr), uint64(src.ptr), uint64(dst.Len()*4), d.stream)
+	}))
 }
 
 // Zero queues setting a contiguous tensor to 0.
@@ -236,6 +239,7 @@ func (d *Device) Zero(t *Tensor) error {
 	if !t.Contiguous() {
 		return shapeError("Zero", "strided tensor %v", t.strides)
 	}
-	return check("cuMemsetD32Async", C.gk_memset32_async(d.ctx, C.uint64_t(t.ptr), 0, C.size_t(t.Len()),
-		C.uintptr_t(d.stream)))
+	return check("cuMemsetD32Async", d.in(func() libcuda.Result {
+		return libcuda.MemsetD32Async(uint64(t.ptr), 0, uint64(t.Len()), d.stream)
+	}))
 }

@@ -1,4 +1,4 @@
-# debian-packages.sh, sourced by scripts/cuda-headers.sh and gpu/tools/nvrtc-lib.sh: what both need
+# debian-packages.sh, sourced by gpu/tools/nvrtc-lib.sh: what it needs
 # to take files out of Debian's CUDA packages without installing them. Defines
 #   sudo            "sudo" when not root and sudo exists, else empty
 #   debian_cache    echoes the folder the .debs are kept in: GMLAKE_CACHE (default

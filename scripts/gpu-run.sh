@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-run.sh [tests|bench|all] [OUTDIR]: runs the GPU binaries that `make build-cuda` (tests) and
+# gpu-run.sh [tests|bench|all] [OUTDIR]: runs the GPU binaries that `make gpu-build` (tests) and
 # `make gpu-bench` (bench) put in .gpu/, on a machine with an NVIDIA GPU and no Go toolchain.
 # Run it from the repository root (or a copy holding .gpu/ and scripts/). Logs go to OUTDIR
 # (default $OUT, else .out/gpu).
@@ -34,7 +34,11 @@ if [[ $what == tests || $what == all ]]; then
 	# TestGPUInvalidHandles hands the driver dead handles; it runs alone, last, so that a driver
 	# that crashes on them cannot take the other results with it.
 	run "$out/gpu-test.log" "$gpu/cuda.test" -test.v -test.count=1 -test.skip TestGPUInvalidHandles
-	run "$out/gpu-test.log" "$gpu/gmlake.test" -test.v -test.count=1 -test.run TestDefaultDriverCUDA
+	run "$out/gpu-test.log" "$gpu/gmlake.test" -test.v -test.count=1
+	run "$out/gpu-test.log" "$gpu/gpu.test" -test.v -test.count=1
+	run "$out/gpu-test.log" "$gpu/cublas.test" -test.v -test.count=1
+	GMLAKE_REQUIRE_NVRTC=1 run "$out/gpu-test.log" "$gpu/kernels.test" -test.v -test.count=1
+	run "$out/gpu-test.log" "$gpu/nccl.test" -test.v -test.count=1
 	run "$out/gpu-test.log" "$gpu/cuda.test" -test.v -test.count=1 -test.run TestGPUInvalidHandles
 	run "$out/gpu-test.log" "$gpu/cuda.test" -test.run '^$' -test.bench . -test.benchtime "${BENCHTIME:-200x}"
 fi

@@ -1,8 +1,7 @@
 // Package gpudp trains a transformer data-parallel on several GPUs of one host: one rank per GPU,
 // each with its own gmlake pool (dist.Pools over driver/cuda), its own copy of the graph
 // executed by gpu/graphexec on its micro-batch, and ZeRO stage-2 sharding of the optimizer over
-// NCCL (dist/nccl). Everything but this comment is behind the `gmlakegpu` build tag; the GPU
-// tests skip on machines with fewer GPUs than they need.
+// NCCL (dist/nccl). The GPU tests skip on machines with fewer GPUs than they need.
 //
 // # Memory layout per rank
 //

@@ -1,23 +1,23 @@
 // Package nccl binds the NCCL calls a data-parallel trainer needs: unique ids and communicator
 // setup (ncclGetUniqueId, ncclCommInitRank, ncclCommInitAll, ncclCommDestroy), the collectives of
 // ZeRO-style training (ncclAllReduce, ncclReduceScatter, ncclAllGather), group calls and error
-// strings. Everything but this comment is behind the `cuda` or `gmlakegpu` build tag (the latter is
-// the one GPU code importing Gorgonia uses, see gpu/doc.go).
+// strings. It is part of every build: no build tag, no cgo, no NCCL or CUDA header.
 //
 // # Loading
 //
-// NCCL is opened at run time with dlopen, never linked: its soname (libnccl.so.2) and location
-// differ between machines, and a binary linked against it would not even start where it is
-// missing. Open tries $GMLAKE_NCCL when set, else Candidates (libnccl.so.2 and libnccl.so on the
-// default path and under the usual CUDA folders). The driver library (libcuda.so.1, or
-// $GMLAKE_LIBCUDA) is opened too, for the two context calls that InitRank needs. Failing to open
+// NCCL is opened at run time, never linked: its soname (libnccl.so.2) and location differ between
+// machines, and a binary linked against it would not even start where it is missing. Open tries
+// $GMLAKE_NCCL when set, else Candidates (libnccl.so.2 and libnccl.so on the default path and
+// under the usual CUDA folders). The driver library (libcuda.so.1, or $GMLAKE_LIBCUDA) is opened
+// too, through internal/libcuda, for the two context calls that InitRank needs. Failing to open
 // either is an *OpenError wrapping ErrUnavailable, so callers fall back and tests skip on machines
-// without NCCL. No NCCL or CUDA header is needed to build: the few types used (ncclResult_t,
-// ncclComm_t, ncclUniqueId, the data type and reduction enums) are declared here with NCCL's ABI,
-// which has been stable across NCCL 2.x.
+// without NCCL. The few types used (ncclResult_t, ncclComm_t, ncclUniqueId, the data type and
+// reduction enums) are declared here with NCCL's ABI, which has been stable across NCCL 2.x.
 //
-// The loading itself is the project's shared dlopen loader (internal/dl); this package adds the
-// candidate lists and wraps the loader's *OpenError or *SymbolError with ErrUnavailable.
+// The loading and calling is the project's shared loader (internal/dl, no cgo); this package
+// wraps the loader's *OpenError or *SymbolError with ErrUnavailable. ncclCommInitRank takes the
+// 128-byte ncclUniqueId by value, so it is called through a typed function (dl.Library.Func) that
+// passes the struct as the platform's C ABI does.
 //
 // # NVLink multicast
 //
@@ -44,8 +44,8 @@
 //
 // testdata/fakenccl.c implements NCCL's API over host memory (ranks in one process, float32
 // collectives matched by issue order, groups issued at ncclGroupEnd, InitRank rendezvous) and the
-// two driver context calls. The tests compile it with the C compiler cgo uses and open it as both
-// libraries, so argument passing, data types, reductions, groups, InitRank from goroutines and the
+// two driver context calls. The tests compile it with the machine's C compiler ($CC, else cc) and
+// open it as NCCL and as the source of those two calls, so argument passing, data types, reductions, groups, InitRank from goroutines and the
 // error path run in CI; the GPU tests (two or more GPUs) run the same calls on gmlake memory.
 //
 // # Errors

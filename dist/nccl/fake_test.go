@@ -1,5 +1,3 @@
-//go:build cuda || gmlakegpu
-
 package nccl
 
 import (
@@ -16,7 +14,7 @@ import (
 )
 
 // fakeLibrary compiles testdata/fakenccl.c (NCCL's API over host memory, ranks in one process)
-// and opens it as both NCCL and the driver library, so the binding's argument passing, groups and
+// and opens it as NCCL and as the source of the driver's context calls, so the binding's argument passing, groups and
 // errors are tested without GPUs. It skips where no C compiler is found.
 func fakeLibrary(t *testing.T) *Library {
 	t.Helper()
@@ -31,8 +29,7 @@ func fakeLibrary(t *testing.T) *Library {
 	out, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-Wall", "-o", so, "testdata/fakenccl.c", "-lpthread").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	t.Setenv(EnvVar, so)
-	t.Setenv(DriverEnvVar, so)
-	l, err := open(config{logger: discard()})
+	l, err := open(config{logger: discard(), contextsFromNCCL: true})
 	require.NoError(t, err)
 	return l
 }

@@ -1,5 +1,3 @@
-//go:build cuda || gmlakegpu
-
 package nccl
 
 import (
@@ -11,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gmlake/gmlake/internal/dl"
+	"github.com/gmlake/gmlake/internal/libcuda"
 )
 
 // EnvVar names the environment variable that, when set, is the only NCCL library tried.
@@ -24,15 +23,7 @@ const NVLSEnvVar = "NCCL_NVLS_ENABLE"
 
 // Candidates are the NCCL names tried when GMLAKE_NCCL is unset: the soname on the default path
 // (Debian and Ubuntu put it in /usr/lib/x86_64-linux-gnu), then the usual CUDA folders.
-var Candidates = []string{
-	"libnccl.so.2", "libnccl.so",
-	"/usr/lib/x86_64-linux-gnu/libnccl.so.2",
-	"/usr/local/cuda/lib64/libnccl.so.2",
-	"/usr/local/cuda/targets/x86_64-linux/lib/libnccl.so.2",
-}
-
-// driverCandidates are the CUDA driver names tried when GMLAKE_LIBCUDA is unset.
-var driverCandidates = []string{"libcuda.so.1"}
+var Candidates = dl.NCCL.Candidates
 
 // UniqueID is an ncclUniqueId: made by one rank (UniqueID), handed to every other out of band.
 type UniqueID [UniqueIDBytes]byte
@@ -86,11 +77,18 @@ type Library struct {
 	path string
 	log  *slog.Logger
 	fn   struct {
-		getVersion, getUniqueID, commInitRank, commInitAll, commDestroy unsafe.Pointer
-		commCount, commCuDevice, commUserRank, commAsyncError           unsafe.Pointer
-		getErrorString, allReduce, reduceScatter, allGather             unsafe.Pointer
-		groupStart, groupEnd, ctxGetCurrent, ctxSetCurrent              unsafe.Pointer
+		getVersion, getUniqueID, commInitAll, commDestroy     uintptr
+		commCount, commCuDevice, commUserRank, commAsyncError uintptr
+		getErrorString, allReduce, reduceScatter, allGather   uintptr
+		groupStart, groupEnd                                  uintptr
 	}
+	// commInitRank takes the unique id by value (a 128-byte struct), which only a call that
+	// knows the argument's type passes right on every platform.
+	commInitRank func(comm *uintptr, nranks int32, id uniqueID, rank int32) int32
+	// getCtx and setCtx are the driver's cuCtxGetCurrent and cuCtxSetCurrent (internal/libcuda's,
+	// or a fake's in tests), for InitRank.
+	getCtx func() (libcuda.Context, libcuda.Result)
+	setCtx func(libcuda.Context) libcuda.Result
 }
 
 var (
@@ -124,9 +122,15 @@ func open(cfg config) (*Library, error) {
 	}
 	l := &Library{log: cfg.logger}
 	f := &l.fn
-	path, err := openLibrary("NCCL", EnvVar, Candidates, map[string]*unsafe.Pointer{
-		"ncclGetVersion": &f.getVersion, "ncclGetUniqueId": &f.getUniqueID,
-		"ncclCommInitRank": &f.commInitRank, "ncclCommInitAll": &f.commInitAll,
+	lib, err := dl.Open(dl.NCCL.What, EnvVar, Candidates)
+	if err == nil {
+		err = lib.Func("ncclCommInitRank", &l.commInitRank)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	path, err := resolve(lib, map[string]*uintptr{
+		"ncclGetVersion": &f.getVersion, "ncclGetUniqueId": &f.getUniqueID, "ncclCommInitAll": &f.commInitAll,
 		"ncclCommDestroy": &f.commDestroy, "ncclCommCount": &f.commCount,
 		"ncclCommCuDevice": &f.commCuDevice, "ncclCommUserRank": &f.commUserRank,
 		"ncclCommGetAsyncError": &f.commAsyncError, "ncclGetErrorString": &f.getErrorString,
@@ -137,24 +141,34 @@ func open(cfg config) (*Library, error) {
 		return nil, err
 	}
 	l.path = path
-	drvPath, err := openLibrary("CUDA driver", DriverEnvVar, driverCandidates, map[string]*unsafe.Pointer{
-		"cuCtxGetCurrent": &f.ctxGetCurrent, "cuCtxSetCurrent": &f.ctxSetCurrent,
-	})
-	if err != nil {
-		return nil, err
+	// InitRank makes a context current around NCCL's call: the driver's context calls.
+	driver := ""
+	if cfg.contextsFromNCCL {
+		var get, set uintptr
+		if _, err := resolve(lib, map[string]*uintptr{"cuCtxGetCurrent": &get, "cuCtxSetCurrent": &set}); err != nil {
+			return nil, err
+		}
+		l.getCtx = func() (libcuda.Context, libcuda.Result) {
+			var c libcuda.Context
+			r := dl.Call32(get, uintptr(unsafe.Pointer(&c)))
+			return c, libcuda.Result(r)
+		}
+		l.setCtx = func(c libcuda.Context) libcuda.Result { return libcuda.Result(dl.Call32(set, uintptr(c))) }
+		driver = path
+	} else {
+		if err := libcuda.Open(""); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		l.getCtx, l.setCtx = libcuda.CtxGetCurrent, libcuda.CtxSetCurrent
+		driver = libcuda.Path()
 	}
-	cfg.logger.Debug("nccl: opened", "path", path, "driver", drvPath)
+	cfg.logger.Debug("nccl: opened", "path", path, "driver", driver)
 	return l, nil
 }
 
-// openLibrary opens one library and resolves table in it; a failure wraps ErrUnavailable and the
-// loader's *OpenError or *SymbolError.
-func openLibrary(what, envVar string, candidates []string, table map[string]*unsafe.Pointer) (string, error) {
-	lib, err := dl.Open(what, envVar, candidates)
-	if err == nil {
-		err = lib.Symbols(table)
-	}
-	if err != nil {
+// resolve resolves table in lib; a failure wraps ErrUnavailable and the loader's *SymbolError.
+func resolve(lib *dl.Library, table map[string]*uintptr) (string, error) {
+	if err := lib.Symbols(table); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return lib.Path(), nil

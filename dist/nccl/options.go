@@ -1,5 +1,3 @@
-//go:build cuda || gmlakegpu
-
 package nccl
 
 import "log/slog"
@@ -10,6 +8,9 @@ type Option func(*config)
 type config struct {
 	nvls   bool
 	logger *slog.Logger
+	// contextsFromNCCL takes cuCtxGetCurrent/cuCtxSetCurrent from the NCCL library itself instead
+	// of the driver's: the fake NCCL of the tests exports both.
+	contextsFromNCCL bool
 }
 
 // WithNVLS(true) leaves NCCL_NVLS_ENABLE as the environment has it instead of setting it to 0.

@@ -1,30 +1,24 @@
-//go:build cuda || gmlakegpu
-
 package cuda
-
-// #include <stdlib.h>
-// #include "libcuda.h"
-import "C"
 
 import (
 	"fmt"
 	"log/slog"
 	"math/bits"
-	"unsafe"
 
+	"github.com/gmlake/gmlake/internal/libcuda"
 	"github.com/gmlake/gmlake/stitch"
 )
 
 // Driver is a stitch.Driver over one CUDA device's virtual memory management API, in the device's
 // primary context. It is not safe for concurrent use (the engine serialises its calls).
 type Driver struct {
-	ctx         C.CUcontext // the device's primary context, retained by New, released by Close
+	ctx         libcuda.Context // the device's primary context, retained by New, released by Close
 	ordinal     int
 	name        string
 	totalMem    uint64
 	granularity uint64
 	syncUnmap   bool
-	idleEvents  []C.uintptr_t // recorded-and-done events kept for reuse; cuEventCreate is not free
+	idleEvents  []uintptr // recorded-and-done events kept for reuse; cuEventCreate is not free
 	maxIdle     int
 	closed      bool
 	log         *slog.Logger
@@ -32,7 +26,7 @@ type Driver struct {
 	// phys holds, for each PhysHandle given out by Create, the CUDA handles of its chunks, one per
 	// granularity in order: cuMemMap maps a CUDA handle only from offset 0 (CUDA_ERROR_NOT_SUPPORTED
 	// otherwise), so mapping part of a physical allocation means mapping some of its chunks.
-	phys       map[stitch.PhysHandle][]C.uint64_t
+	phys       map[stitch.PhysHandle][]uint64
 	nextHandle stitch.PhysHandle
 }
 
@@ -48,32 +42,30 @@ func New(opts ...Option) (*Driver, error) {
 	if err := loadLibrary(cfg.library); err != nil {
 		return nil, err
 	}
-	var (
-		name  [256]C.char
-		total C.size_t
-		vmm   C.int
-	)
-	if err := check("cuDeviceGet", C.gm_device_info(C.int(cfg.ordinal), &name[0], C.int(len(name)), &total, &vmm)); err != nil {
+	name, total, vmm, err := deviceInfo(cfg.ordinal)
+	if err != nil {
 		return nil, fmt.Errorf("device %d: %w", cfg.ordinal, err)
 	}
 	if vmm == 0 {
-		return nil, fmt.Errorf("%w: device %d (%s) lacks virtual memory management", ErrUnavailable, cfg.ordinal, C.GoString(&name[0]))
+		return nil, fmt.Errorf("%w: device %d (%s) lacks virtual memory management", ErrUnavailable, cfg.ordinal, name)
 	}
 	d := &Driver{
 		ordinal:   cfg.ordinal,
-		name:      C.GoString(&name[0]),
-		totalMem:  uint64(total),
+		name:      name,
+		totalMem:  total,
 		syncUnmap: cfg.syncUnmap,
 		maxIdle:   cfg.maxIdleEvents,
 		log:       cfg.logger,
-		phys:      make(map[stitch.PhysHandle][]C.uint64_t),
+		phys:      make(map[stitch.PhysHandle][]uint64),
 	}
-	if err := check("cuDevicePrimaryCtxRetain", C.gm_primary_retain(C.int(cfg.ordinal), &d.ctx)); err != nil {
+	ctx, r := libcuda.PrimaryCtxRetain(cfg.ordinal)
+	if err := check("cuDevicePrimaryCtxRetain", r); err != nil {
 		return nil, err
 	}
+	d.ctx = ctx
 	gran, err := d.pickGranularity(cfg.granularity)
 	if err != nil {
-		C.gm_primary_release(C.int(d.ordinal))
+		libcuda.PrimaryCtxRelease(d.ordinal)
 		return nil, err
 	}
 	d.granularity = gran
@@ -81,19 +73,42 @@ func New(opts ...Option) (*Driver, error) {
 	return d, nil
 }
 
-func (d *Driver) pickGranularity(want uint64) (uint64, error) {
-	var minimum, recommended C.size_t
-	if err := check("cuMemGetAllocationGranularity", C.gm_granularity(d.ctx, C.int(d.ordinal), 0, &minimum)); err != nil {
-		return 0, err
+// deviceInfo is the name, memory and VMM support (1 or 0) of device ordinal.
+func deviceInfo(ordinal int) (name string, total uint64, vmm int, err error) {
+	dev, r := libcuda.DeviceGet(ordinal)
+	if r == libcuda.Success {
+		name, r = libcuda.DeviceGetName(dev)
 	}
-	if err := check("cuMemGetAllocationGranularity", C.gm_granularity(d.ctx, C.int(d.ordinal), 1, &recommended)); err != nil {
+	if r == libcuda.Success {
+		total, r = libcuda.DeviceTotalMem(dev)
+	}
+	if r == libcuda.Success {
+		vmm, r = libcuda.DeviceGetAttribute(libcuda.AttrVirtualMemoryManagement, dev)
+	}
+	return name, total, vmm, check("cuDeviceGet", r)
+}
+
+// in runs f with the Driver's context current on the calling thread (see doc.go).
+func (d *Driver) in(f func() libcuda.Result) libcuda.Result { return libcuda.In(d.ctx, f) }
+
+func (d *Driver) pickGranularity(want uint64) (uint64, error) {
+	var minimum, recommended uint64
+	prop := libcuda.PinnedOn(d.ordinal)
+	r := d.in(func() (r libcuda.Result) {
+		if minimum, r = libcuda.MemGetAllocationGranularity(&prop, libcuda.GranularityMinimum); r != libcuda.Success {
+			return r
+		}
+		recommended, r = libcuda.MemGetAllocationGranularity(&prop, libcuda.GranularityRecommended)
+		return r
+	})
+	if err := check("cuMemGetAllocationGranularity", r); err != nil {
 		return 0, err
 	}
 	if want == 0 {
-		return uint64(recommended), nil
+		return recommended, nil
 	}
-	if bits.OnesCount64(want) != 1 || want%uint64(minimum) != 0 {
-		return 0, fmt.Errorf("%w: %d bytes asked, device minimum %d", ErrGranularity, want, uint64(minimum))
+	if bits.OnesCount64(want) != 1 || want%minimum != 0 {
+		return 0, fmt.Errorf("%w: %d bytes asked, device minimum %d", ErrGranularity, want, minimum)
 	}
 	return want, nil
 }
@@ -107,12 +122,12 @@ func (d *Driver) Close() error {
 	d.closed = true
 	var first error
 	for _, ev := range d.idleEvents {
-		if err := check("cuEventDestroy", C.gm_event_destroy(d.ctx, ev)); err != nil && first == nil {
+		if err := check("cuEventDestroy", d.in(func() libcuda.Result { return libcuda.EventDestroy(ev) })); err != nil && first == nil {
 			first = err
 		}
 	}
 	d.idleEvents = nil
-	if err := check("cuDevicePrimaryCtxRelease", C.gm_primary_release(C.int(d.ordinal))); err != nil && first == nil {
+	if err := check("cuDevicePrimaryCtxRelease", libcuda.PrimaryCtxRelease(d.ordinal)); err != nil && first == nil {
 		first = err
 	}
 	return first
@@ -129,7 +144,7 @@ func (d *Driver) TotalMem() uint64 { return d.totalMem }
 
 // Context is the device's primary CUcontext, for libraries that need it current (dist/nccl's
 // InitRank).
-func (d *Driver) Context() uintptr { return uintptr(unsafe.Pointer(d.ctx)) }
+func (d *Driver) Context() uintptr { return uintptr(d.ctx) }
 
 // Granularity is the unit of physical memory and of mappings: every size given to Create,
 // Reserve, Free, Map and Unmap is a multiple of it.
@@ -158,16 +173,30 @@ func (d *Driver) Create(size uint64) (stitch.PhysHandle, error) {
 	}
 	// Creating chunk by chunk, a request the device cannot hold would create (and then release)
 	// every chunk it can before failing: tens of thousands on an H200. Ask first.
-	var free, total C.size_t
-	if err := check("cuMemGetInfo", C.gm_mem_info(d.ctx, &free, &total)); err != nil {
+	free, total, err := d.MemInfo()
+	if err != nil {
 		return 0, err
 	}
-	if size > uint64(free) {
-		return 0, fmt.Errorf("cuMemCreate: %d bytes asked, %d of %d free: %w", size, uint64(free), uint64(total), stitch.ErrOutOfMemory)
+	if size > free {
+		return 0, fmt.Errorf("cuMemCreate: %d bytes asked, %d of %d free: %w", size, free, total, stitch.ErrOutOfMemory)
 	}
-	chunks := make([]C.uint64_t, size/d.granularity)
-	err := check("cuMemCreate", C.gm_create_chunks(d.ctx, C.int(d.ordinal), C.size_t(d.granularity), &chunks[0], C.size_t(len(chunks))))
-	if err != nil {
+	chunks := make([]uint64, size/d.granularity)
+	prop := libcuda.PinnedOn(d.ordinal)
+	// On failure the chunks made so far are released: nothing is left allocated.
+	r := d.in(func() libcuda.Result {
+		for i := range chunks {
+			h, r := libcuda.MemCreate(d.granularity, &prop)
+			if r != libcuda.Success {
+				for _, made := range chunks[:i] {
+					libcuda.MemRelease(made)
+				}
+				return r
+			}
+			chunks[i] = h
+		}
+		return libcuda.Success
+	})
+	if err := check("cuMemCreate", r); err != nil {
 		return 0, err
 	}
 	d.nextHandle++
@@ -186,7 +215,15 @@ func (d *Driver) Release(h stitch.PhysHandle) error {
 		return fmt.Errorf("cuMemRelease: %w: %d", ErrUnknownHandle, h)
 	}
 	delete(d.phys, h)
-	return check("cuMemRelease", C.gm_release_chunks(d.ctx, &chunks[0], C.size_t(len(chunks))))
+	return check("cuMemRelease", d.in(func() libcuda.Result {
+		first := libcuda.Success
+		for _, c := range chunks {
+			if r := libcuda.MemRelease(c); first == libcuda.Success {
+				first = r
+			}
+		}
+		return first
+	}))
 }
 
 // Reserve reserves a virtual range aligned to the granularity with cuMemAddressReserve.
@@ -194,9 +231,12 @@ func (d *Driver) Reserve(size uint64) (uintptr, error) {
 	if err := d.aligned("cuMemAddressReserve", size); err != nil {
 		return 0, err
 	}
-	var addr C.uint64_t
-	err := check("cuMemAddressReserve", C.gm_address_reserve(d.ctx, C.size_t(size), C.size_t(d.granularity), &addr))
-	if err != nil {
+	var addr uint64
+	r := d.in(func() (r libcuda.Result) {
+		addr, r = libcuda.MemAddressReserve(size, d.granularity)
+		return r
+	})
+	if err := check("cuMemAddressReserve", r); err != nil {
 		return 0, err
 	}
 	return uintptr(addr), nil
@@ -207,7 +247,7 @@ func (d *Driver) Free(addr uintptr, size uint64) error {
 	if err := d.aligned("cuMemAddressFree", size); err != nil {
 		return err
 	}
-	return check("cuMemAddressFree", C.gm_address_free(d.ctx, C.uint64_t(addr), C.size_t(size)))
+	return check("cuMemAddressFree", d.in(func() libcuda.Result { return libcuda.MemAddressFree(uint64(addr), size) }))
 }
 
 // Map maps [offset, offset+size) of h at addr: one cuMemMap per chunk. The range is not
@@ -226,7 +266,19 @@ func (d *Driver) Map(addr uintptr, size uint64, h stitch.PhysHandle, offset uint
 		return fmt.Errorf("cuMemMap: %w: [%d, %d) of a %d-byte allocation", ErrOutOfRange, offset, offset+size,
 			uint64(len(chunks))*d.granularity)
 	}
-	return check("cuMemMap", C.gm_map_chunks(d.ctx, C.uint64_t(addr), C.size_t(d.granularity), &chunks[first], C.size_t(n)))
+	// On failure the chunks mapped so far are unmapped again.
+	return check("cuMemMap", d.in(func() libcuda.Result {
+		for i, c := range chunks[first : first+n] {
+			at := uint64(addr) + uint64(i)*d.granularity
+			if r := libcuda.MemMap(at, d.granularity, 0, c); r != libcuda.Success {
+				for j := range i {
+					libcuda.MemUnmap(uint64(addr)+uint64(j)*d.granularity, d.granularity)
+				}
+				return r
+			}
+		}
+		return libcuda.Success
+	}))
 }
 
 // Unmap unmaps [addr, addr+size) chunk by chunk with cuMemUnmap, after waiting for the context's
@@ -235,11 +287,26 @@ func (d *Driver) Unmap(addr uintptr, size uint64) error {
 	if err := d.aligned("cuMemUnmap", size); err != nil {
 		return err
 	}
-	sync := C.int(0)
-	if d.syncUnmap {
-		sync = 1
+	var synced error
+	r := d.in(func() libcuda.Result {
+		if d.syncUnmap {
+			if r := libcuda.CtxSynchronize(); r != libcuda.Success {
+				synced = check("cuCtxSynchronize", r)
+				return libcuda.Success
+			}
+		}
+		first := libcuda.Success
+		for i := range size / d.granularity {
+			if r := libcuda.MemUnmap(uint64(addr)+i*d.granularity, d.granularity); first == libcuda.Success {
+				first = r
+			}
+		}
+		return first
+	})
+	if synced != nil {
+		return fmt.Errorf("cuMemUnmap: waiting for queued work: %w", synced)
 	}
-	return check("cuMemUnmap", C.gm_unmap_chunks(d.ctx, C.uint64_t(addr), C.size_t(d.granularity), C.size_t(size/d.granularity), sync))
+	return check("cuMemUnmap", r)
 }
 
 // SetAccess makes [addr, addr+size) readable and writable from the device with one cuMemSetAccess.
@@ -247,7 +314,8 @@ func (d *Driver) SetAccess(addr uintptr, size uint64) error {
 	if err := d.aligned("cuMemSetAccess", size); err != nil {
 		return err
 	}
-	return check("cuMemSetAccess", C.gm_set_access(d.ctx, C.int(d.ordinal), C.uint64_t(addr), C.size_t(size)))
+	access := libcuda.ReadWriteOn(d.ordinal)
+	return check("cuMemSetAccess", d.in(func() libcuda.Result { return libcuda.MemSetAccess(uint64(addr), size, &access) }))
 }
 
 // RecordEvent records an event on stream s (a CUstream; 0 is the legacy default stream), reusing
@@ -256,16 +324,25 @@ func (d *Driver) RecordEvent(s stitch.Stream) (stitch.Event, error) {
 	if d.closed {
 		return 0, ErrClosed
 	}
-	var reuse C.uintptr_t
+	var ev uintptr
 	if n := len(d.idleEvents); n > 0 {
-		reuse = d.idleEvents[n-1]
+		ev = d.idleEvents[n-1]
 		d.idleEvents = d.idleEvents[:n-1]
 	}
-	var ev C.uintptr_t
-	if err := check("cuEventRecord", C.gm_event_record(d.ctx, reuse, C.uintptr_t(s), &ev)); err != nil {
-		if ev != 0 {
-			C.gm_event_destroy(d.ctx, ev)
+	call := "cuEventRecord"
+	r := d.in(func() (r libcuda.Result) {
+		if ev == 0 {
+			if ev, r = libcuda.EventCreate(libcuda.EventDisableTiming); r != libcuda.Success {
+				call = "cuEventCreate"
+				return r
+			}
 		}
+		if r = libcuda.EventRecord(ev, uintptr(s)); r != libcuda.Success {
+			libcuda.EventDestroy(ev)
+		}
+		return r
+	})
+	if err := check(call, r); err != nil {
 		return 0, err
 	}
 	return stitch.Event(ev), nil
@@ -276,10 +353,10 @@ func (d *Driver) EventDone(e stitch.Event) (bool, error) {
 	if d.closed {
 		return false, ErrClosed
 	}
-	switch r := C.gm_event_query(d.ctx, C.uintptr_t(e)); r {
-	case C.CUDA_SUCCESS:
+	switch r := d.in(func() libcuda.Result { return libcuda.EventQuery(uintptr(e)) }); r {
+	case libcuda.Success:
 		return true, nil
-	case C.CUDA_ERROR_NOT_READY:
+	case libcuda.NotReady:
 		return false, nil
 	default:
 		return false, check("cuEventQuery", r)
@@ -292,11 +369,18 @@ func (d *Driver) DestroyEvent(e stitch.Event) error {
 	if d.closed {
 		return ErrClosed
 	}
-	if len(d.idleEvents) < d.maxIdle && C.gm_event_query(d.ctx, C.uintptr_t(e)) == C.CUDA_SUCCESS {
-		d.idleEvents = append(d.idleEvents, C.uintptr_t(e))
-		return nil
+	keep := false
+	r := d.in(func() libcuda.Result {
+		if len(d.idleEvents) < d.maxIdle && libcuda.EventQuery(uintptr(e)) == libcuda.Success {
+			keep = true
+			return libcuda.Success
+		}
+		return libcuda.EventDestroy(uintptr(e))
+	})
+	if keep {
+		d.idleEvents = append(d.idleEvents, uintptr(e))
 	}
-	return check("cuEventDestroy", C.gm_event_destroy(d.ctx, C.uintptr_t(e)))
+	return check("cuEventDestroy", r)
 }
 
 // Synchronize waits for all work queued in the context, with cuCtxSynchronize.
@@ -304,7 +388,7 @@ func (d *Driver) Synchronize() error {
 	if d.closed {
 		return ErrClosed
 	}
-	return check("cuCtxSynchronize", C.gm_ctx_synchronize(d.ctx))
+	return check("cuCtxSynchronize", d.in(libcuda.CtxSynchronize))
 }
 
 // MemInfo returns the device's free and total memory, with cuMemGetInfo.
@@ -312,9 +396,12 @@ func (d *Driver) MemInfo() (free, total uint64, err error) {
 	if d.closed {
 		return 0, 0, ErrClosed
 	}
-	var f, t C.size_t
-	if err := check("cuMemGetInfo", C.gm_mem_info(d.ctx, &f, &t)); err != nil {
+	r := d.in(func() (r libcuda.Result) {
+		free, total, r = libcuda.MemGetInfo()
+		return r
+	})
+	if err := check("cuMemGetInfo", r); err != nil {
 		return 0, 0, err
 	}
-	return uint64(f), uint64(t), nil
+	return free, total, nil
 }

@@ -1,14 +1,10 @@
-//go:build cuda || gmlakegpu
-
 package cuda
-
-// #include "libcuda.h"
-import "C"
 
 import (
 	"errors"
 	"fmt"
 
+	"github.com/gmlake/gmlake/internal/libcuda"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -17,21 +13,21 @@ type Result int
 
 // The codes this package tests for; any other code is still reported with its name.
 const (
-	Success              Result = C.CUDA_SUCCESS
-	InvalidValue         Result = C.CUDA_ERROR_INVALID_VALUE
-	OutOfMemory          Result = C.CUDA_ERROR_OUT_OF_MEMORY
-	NotInitialized       Result = C.CUDA_ERROR_NOT_INITIALIZED
-	StubLibrary          Result = C.CUDA_ERROR_STUB_LIBRARY
-	SystemDriverMismatch Result = C.CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
-	DeviceUnavailable    Result = C.CUDA_ERROR_DEVICE_UNAVAILABLE
-	NoDevice             Result = C.CUDA_ERROR_NO_DEVICE
-	InvalidDevice        Result = C.CUDA_ERROR_INVALID_DEVICE
-	InvalidContext       Result = C.CUDA_ERROR_INVALID_CONTEXT
-	InvalidHandle        Result = C.CUDA_ERROR_INVALID_HANDLE
-	NotReady             Result = C.CUDA_ERROR_NOT_READY
-	IllegalAddress       Result = C.CUDA_ERROR_ILLEGAL_ADDRESS
-	NotPermitted         Result = C.CUDA_ERROR_NOT_PERMITTED
-	NotSupported         Result = C.CUDA_ERROR_NOT_SUPPORTED
+	Success              Result = Result(libcuda.Success)
+	InvalidValue         Result = Result(libcuda.InvalidValue)
+	OutOfMemory          Result = Result(libcuda.OutOfMemory)
+	NotInitialized       Result = Result(libcuda.NotInitialized)
+	StubLibrary          Result = Result(libcuda.StubLibrary)
+	SystemDriverMismatch Result = Result(libcuda.SystemDriverMismatch)
+	DeviceUnavailable    Result = Result(libcuda.DeviceUnavailable)
+	NoDevice             Result = Result(libcuda.NoDevice)
+	InvalidDevice        Result = Result(libcuda.InvalidDevice)
+	InvalidContext       Result = Result(libcuda.InvalidContext)
+	InvalidHandle        Result = Result(libcuda.InvalidHandle)
+	NotReady             Result = Result(libcuda.NotReady)
+	IllegalAddress       Result = Result(libcuda.IllegalAddress)
+	NotPermitted         Result = Result(libcuda.NotPermitted)
+	NotSupported         Result = Result(libcuda.NotSupported)
 )
 
 var resultNames = map[Result]string{
@@ -49,11 +45,8 @@ func (r Result) String() string {
 	if name, ok := resultNames[r]; ok {
 		return name
 	}
-	if libraryLoaded() {
-		var name *C.char
-		if C.gm_error_name(C.CUresult(r), &name) == C.CUDA_SUCCESS && name != nil {
-			return C.GoString(name)
-		}
+	if name := libcuda.ErrorName(libcuda.Result(r)); name != "" {
+		return name
 	}
 	return fmt.Sprintf("CUresult(%d)", int(r))
 }
@@ -81,8 +74,8 @@ func (e *Error) Unwrap() error {
 }
 
 // check turns a CUresult into nil or an *Error naming call.
-func check(call string, r C.CUresult) error {
-	if r == C.CUDA_SUCCESS {
+func check(call string, r libcuda.Result) error {
+	if r == libcuda.Success {
 		return nil
 	}
 	return &Error{Call: call, Code: Result(r)}

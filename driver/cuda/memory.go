@@ -1,14 +1,10 @@
-//go:build cuda || gmlakegpu
-
 package cuda
-
-// #include "libcuda.h"
-import "C"
 
 import (
 	"fmt"
 	"unsafe"
 
+	"github.com/gmlake/gmlake/internal/libcuda"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -20,8 +16,12 @@ func (d *Driver) MemAlloc(size uint64) (uintptr, error) {
 	if d.closed {
 		return 0, ErrClosed
 	}
-	var addr C.uint64_t
-	if err := check("cuMemAlloc", C.gm_mem_alloc(d.ctx, C.size_t(size), &addr)); err != nil {
+	var addr uint64
+	r := d.in(func() (r libcuda.Result) {
+		addr, r = libcuda.MemAlloc(size)
+		return r
+	})
+	if err := check("cuMemAlloc", r); err != nil {
 		return 0, err
 	}
 	return uintptr(addr), nil
@@ -32,7 +32,7 @@ func (d *Driver) MemFree(addr uintptr) error {
 	if d.closed {
 		return ErrClosed
 	}
-	return check("cuMemFree", C.gm_mem_free(d.ctx, C.uint64_t(addr)))
+	return check("cuMemFree", d.in(func() libcuda.Result { return libcuda.MemFree(uint64(addr)) }))
 }
 
 // CopyToDevice copies src to device address dst (cuMemcpyHtoD; returns when the copy is done).
@@ -43,7 +43,9 @@ func (d *Driver) CopyToDevice(dst uintptr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return check("cuMemcpyHtoD", C.gm_copy_htod(d.ctx, C.uint64_t(dst), unsafe.Pointer(&src[0]), C.size_t(len(src))))
+	return check("cuMemcpyHtoD", d.in(func() libcuda.Result {
+		return libcuda.MemcpyHtoD(uint64(dst), unsafe.Pointer(&src[0]), uint64(len(src)))
+	}))
 }
 
 // CopyFromDevice copies len(dst) bytes from device address src (cuMemcpyDtoH).
@@ -54,7 +56,9 @@ func (d *Driver) CopyFromDevice(dst []byte, src uintptr) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	return check("cuMemcpyDtoH", C.gm_copy_dtoh(d.ctx, unsafe.Pointer(&dst[0]), C.uint64_t(src), C.size_t(len(dst))))
+	return check("cuMemcpyDtoH", d.in(func() libcuda.Result {
+		return libcuda.MemcpyDtoH(unsafe.Pointer(&dst[0]), uint64(src), uint64(len(dst)))
+	}))
 }
 
 // MemsetAsync queues a fill of n bytes at dst with value on stream s (cuMemsetD8Async).
@@ -62,7 +66,9 @@ func (d *Driver) MemsetAsync(dst uintptr, value byte, n uint64, s stitch.Stream)
 	if d.closed {
 		return ErrClosed
 	}
-	return check("cuMemsetD8Async", C.gm_memset_async(d.ctx, C.uint64_t(dst), C.uchar(value), C.size_t(n), C.uintptr_t(s)))
+	return check("cuMemsetD8Async", d.in(func() libcuda.Result {
+		return libcuda.MemsetD8Async(uint64(dst), value, n, uintptr(s))
+	}))
 }
 
 // NewStream creates a non-blocking stream (cuStreamCreate).
@@ -70,8 +76,12 @@ func (d *Driver) NewStream() (stitch.Stream, error) {
 	if d.closed {
 		return 0, ErrClosed
 	}
-	var s C.uintptr_t
-	if err := check("cuStreamCreate", C.gm_stream_create(d.ctx, &s)); err != nil {
+	var s uintptr
+	r := d.in(func() (r libcuda.Result) {
+		s, r = libcuda.StreamCreate(libcuda.StreamNonBlocking)
+		return r
+	})
+	if err := check("cuStreamCreate", r); err != nil {
 		return 0, err
 	}
 	return stitch.Stream(s), nil
@@ -85,7 +95,7 @@ func (d *Driver) DestroyStream(s stitch.Stream) error {
 	if s == 0 {
 		return fmt.Errorf("cuStreamDestroy: the default stream cannot be destroyed")
 	}
-	return check("cuStreamDestroy", C.gm_stream_destroy(d.ctx, C.uintptr_t(s)))
+	return check("cuStreamDestroy", d.in(func() libcuda.Result { return libcuda.StreamDestroy(uintptr(s)) }))
 }
 
 // SynchronizeStream waits for the work queued on s (cuStreamSynchronize).
@@ -93,5 +103,5 @@ func (d *Driver) SynchronizeStream(s stitch.Stream) error {
 	if d.closed {
 		return ErrClosed
 	}
-	return check("cuStreamSynchronize", C.gm_stream_synchronize(d.ctx, C.uintptr_t(s)))
+	return check("cuStreamSynchronize", d.in(func() libcuda.Result { return libcuda.StreamSynchronize(uintptr(s)) }))
 }

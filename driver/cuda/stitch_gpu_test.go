@@ -1,5 +1,3 @@
-//go:build cuda || gmlakegpu
-
 package cuda_test
 
 import (

@@ -6,9 +6,9 @@
 //	go run ./examples/finetune                      # the demo (make demo)
 //	go run ./examples/finetune --no-lora --steps 50 # full fine-tuning
 //	go run ./examples/finetune --checkpoint ../shared/fixtures/hf/gpt2-tiny --eval --json
-//	go build -tags gmlakegpu -o finetune ./examples/finetune && ./finetune  # on the GPU, if any
+//	go build -o finetune ./examples/finetune && ./finetune  # on the GPU, if there is one
 //
-// Built with -tags gmlakegpu on a machine with an NVIDIA GPU, the measured fine-tuning runs on
+// On a machine with an NVIDIA GPU, the measured fine-tuning runs on
 // the GPU (gpu/graphexec) with every device buffer from gmlake's engine over driver/cuda, and
 // prints gmlake's figures for the run; the trace replay and the plot are CPU-path features.
 // A random-init model cannot be adapted by LoRA alone (its frozen embeddings carry no information),
@@ -50,7 +50,7 @@ type cli struct {
 	LR   float64 `help:"Learning rate (default 1e-2 with LoRA, 3e-3 without)."`
 	Clip float64 `default:"1" help:"Clip the global gradient norm to this (0: off)."`
 
-	Device         string      `default:"auto" enum:"auto,cpu,gpu" help:"Where the measured fine-tuning runs: gpu (a binary built with -tags gmlakegpu, on gmlake's GPU memory), cpu, or auto (the GPU when the binary and the machine have one)."`
+	Device         string      `default:"auto" enum:"auto,cpu,gpu" help:"Where the measured fine-tuning runs: gpu (on gmlake's GPU memory), cpu, or auto (the GPU when the machine has one)."`
 	Allocator      string      `default:"gmlake" enum:"gmlake,go" help:"Memory for the CPU run: gmlake (stitched host memory) or go (the Go heap)."`
 	Granularity    bench.Bytes `default:"0" help:"gmlake's unit of physical memory for the CPU run (0: the host's page size, 4KiB on most machines; 2MiB on a GPU)."`
 	SmallThreshold bench.Bytes `default:"0" help:"gmlake serves requests below this from small pages (0: half the granularity, as 1MiB on a GPU)."`

@@ -26,7 +26,7 @@ func newMemory(c cli) (*runMemory, error) {
 	case "go":
 		return &runMemory{alloc: &vm.GoAllocator{}}, nil
 	case "gmlake":
-		// The host driver, named: in a -tags gmlakegpu build on a GPU machine the default driver is
+		// The host driver, named: on a GPU machine the default driver is
 		// CUDA's, whose memory the CPU executor cannot read.
 		d, err := host.New(host.WithGranularity(uint64(c.Granularity)))
 		if err != nil {

@@ -30,13 +30,9 @@
 // computations, so losses match the plain program's. Values are released per instance, and a
 // buffer (shared by a node and its reshapes) returns to the allocator with its last value.
 //
-// # Build tags
+// # Building
 //
-// The project's CUDA code builds under the `cuda` tag, but gorgonia.org/gorgonia uses that same
-// tag for its own CUDA engine, which needs cuDNN 8 headers (Debian ships none, cuDNN 9 is
-// incompatible): no binary importing gorgonia can be built with -tags cuda. So every GPU-side
-// package that does not import gorgonia (driver/cuda, gpu, gpu/pool, the CUDA default driver of
-// package gmlake) builds under `cuda || gmlakegpu`, and the packages that run Gorgonia graphs on
-// the GPU (this one, gpu/cmd/gpu-train) build under `gmlakegpu` only. Build binaries that train
-// on the GPU with -tags gmlakegpu; -tags cuda stays the tag for everything else.
+// The package builds with a plain `go build`: the project's CUDA code uses no build tag and no
+// cgo, so it never sets gorgonia.org/gorgonia's own `cuda` tag (Gorgonia's CUDA engine, which
+// needs cuDNN 8 headers), and Gorgonia's CPU engine is the one compiled in beside it.
 package graphexec

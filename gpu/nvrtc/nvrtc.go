@@ -1,45 +1,17 @@
 // Package nvrtc compiles CUDA C++ to PTX at run time through NVIDIA's NVRTC library, which it opens
-// with dlopen (see internal/dl): one binary works with NVRTC 11.2 through 13, whichever the
-// machine has. NVRTC is a compiler and needs no GPU, so this package (and the check that every
+// and calls without cgo (see internal/dl): one binary works with NVRTC 11.2 through 13, whichever
+// the machine has, and builds with no CUDA headers. NVRTC is a compiler and needs no GPU, so this package (and the check that every
 // project kernel compiles) also runs on machines without one, such as CI, given the library.
 //
 // The library is looked up, in order, by GMLAKE_NVRTC (a path, when set) or by the sonames of
 // Candidates. A Compiler is safe for concurrent use.
 package nvrtc
 
-/*
-#include <stdlib.h>
-#include <stddef.h>
-
-typedef int nvrtcResult;
-typedef void *nvrtcProgram;
-
-typedef nvrtcResult (*createProgram_t)(nvrtcProgram *, const char *, const char *, int, const char *const *, const char *const *);
-typedef nvrtcResult (*compileProgram_t)(nvrtcProgram, int, const char *const *);
-typedef nvrtcResult (*getSize_t)(nvrtcProgram, size_t *);
-typedef nvrtcResult (*getText_t)(nvrtcProgram, char *);
-typedef nvrtcResult (*destroyProgram_t)(nvrtcProgram *);
-typedef const char *(*getErrorString_t)(nvrtcResult);
-typedef nvrtcResult (*version_t)(int *, int *);
-
-static nvrtcResult call_create(void *f, nvrtcProgram *p, const char *src, const char *name) {
-	return ((createProgram_t)f)(p, src, name, 0, NULL, NULL);
-}
-static nvrtcResult call_compile(void *f, nvrtcProgram p, int n, const char *const *opts) {
-	return ((compileProgram_t)f)(p, n, opts);
-}
-static nvrtcResult call_size(void *f, nvrtcProgram p, size_t *n) { return ((getSize_t)f)(p, n); }
-static nvrtcResult call_text(void *f, nvrtcProgram p, char *dst) { return ((getText_t)f)(p, dst); }
-static nvrtcResult call_destroy(void *f, nvrtcProgram *p) { return ((destroyProgram_t)f)(p); }
-static const char *call_errstr(void *f, nvrtcResult r) { return ((getErrorString_t)f)(r); }
-static nvrtcResult call_version(void *f, int *major, int *minor) { return ((version_t)f)(major, minor); }
-*/
-import "C"
-
 import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"unsafe"
 
@@ -50,9 +22,7 @@ import (
 const EnvVar = "GMLAKE_NVRTC"
 
 // Candidates are the NVRTC sonames tried, newest first, each also under the usual CUDA folders.
-var Candidates = dl.CUDACandidates(
-	"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.11.1", "libnvrtc.so.11.0", "libnvrtc.so",
-)
+var Candidates = dl.NVRTC.Candidates
 
 // ErrCompile is wrapped by every *CompileError.
 var ErrCompile = errors.New("nvrtc: compilation failed")
@@ -82,20 +52,20 @@ func (e *APIError) Error() string { return fmt.Sprintf("nvrtc: %s: %s", e.Call, 
 // Compiler is an opened NVRTC library.
 type Compiler struct {
 	lib                                                  *dl.Library
-	create, compile, ptxSize, ptx, logSize, log, destroy unsafe.Pointer
-	errString, version                                   unsafe.Pointer
+	create, compile, ptxSize, ptx, logSize, log, destroy uintptr
+	errString, version                                   uintptr
 }
 
 // Open opens NVRTC (GMLAKE_NVRTC, else Candidates) and resolves the symbols the Compiler uses.
 // Errors wrap dl.ErrNotFound or dl.ErrMissingSymbol.
 func Open() (*Compiler, error) {
-	lib, err := dl.Open("NVRTC", EnvVar, Candidates)
+	lib, err := dl.Open(dl.NVRTC.What, EnvVar, Candidates)
 	if err != nil {
 		return nil, err
 	}
 	preloadBuiltins(lib.Path())
 	c := &Compiler{lib: lib}
-	err = lib.Symbols(map[string]*unsafe.Pointer{
+	err = lib.Symbols(map[string]*uintptr{
 		"nvrtcCreateProgram":     &c.create,
 		"nvrtcCompileProgram":    &c.compile,
 		"nvrtcGetPTXSize":        &c.ptxSize,
@@ -133,18 +103,18 @@ func (c *Compiler) Path() string { return c.lib.Path() }
 
 // Version is NVRTC's version, e.g. 11, 8.
 func (c *Compiler) Version() (major, minor int, err error) {
-	var ma, mi C.int
-	if r := C.call_version(c.version, &ma, &mi); r != 0 {
+	var ma, mi int32
+	if r := dl.Call32(c.version, uintptr(unsafe.Pointer(&ma)), uintptr(unsafe.Pointer(&mi))); r != 0 {
 		return 0, 0, c.apiError("nvrtcVersion", r)
 	}
 	return int(ma), int(mi), nil
 }
 
-func (c *Compiler) resultString(r C.nvrtcResult) string {
-	return C.GoString(C.call_errstr(c.errString, r))
+func (c *Compiler) resultString(r int32) string {
+	return dl.GoString(dl.Call(c.errString, uintptr(r)))
 }
 
-func (c *Compiler) apiError(call string, r C.nvrtcResult) error {
+func (c *Compiler) apiError(call string, r int32) error {
 	return &APIError{Call: call, Result: c.resultString(r)}
 }
 
@@ -152,53 +122,45 @@ func (c *Compiler) apiError(call string, r C.nvrtcResult) error {
 // (e.g. "--gpu-architecture=compute_90") and returns the PTX, NUL-terminated as cuModuleLoadData
 // wants it. A compilation error is a *CompileError carrying the compiler's log.
 func (c *Compiler) Compile(name, src string, options ...string) ([]byte, error) {
-	csrc, cname := C.CString(src), C.CString(name)
-	defer C.free(unsafe.Pointer(csrc))
-	defer C.free(unsafe.Pointer(cname))
-
-	var prog C.nvrtcProgram
-	if r := C.call_create(c.create, &prog, csrc, cname); r != 0 {
+	csrc, cname := dl.CString(src), dl.CString(name)
+	var prog uintptr // nvrtcProgram
+	if r := dl.Call32(c.create, uintptr(unsafe.Pointer(&prog)), dl.BytePtr(csrc), dl.BytePtr(cname), 0, 0, 0); r != 0 {
 		return nil, c.apiError("nvrtcCreateProgram", r)
 	}
-	defer C.call_destroy(c.destroy, &prog)
+	defer func() { dl.Call32(c.destroy, uintptr(unsafe.Pointer(&prog))) }()
 
-	copts := make([]*C.char, len(options))
+	// NVRTC reads the options through an array of pointers: both stay alive until it returns.
+	copts := make([][]byte, len(options))
+	optv := make([]uintptr, len(options)+1)
 	for i, o := range options {
-		copts[i] = C.CString(o)
-		defer C.free(unsafe.Pointer(copts[i]))
+		copts[i] = dl.CString(o)
+		optv[i] = dl.BytePtr(copts[i])
 	}
-	// The options array itself must be C memory: it holds pointers.
-	var optv **C.char
-	if len(copts) > 0 {
-		optv = (**C.char)(C.malloc(C.size_t(len(copts)) * C.size_t(unsafe.Sizeof(copts[0]))))
-		defer C.free(unsafe.Pointer(optv))
-		copy(unsafe.Slice(optv, len(copts)), copts)
-	}
-	if r := C.call_compile(c.compile, prog, C.int(len(copts)), optv); r != 0 {
+	r := dl.Call32(c.compile, prog, uintptr(len(options)), uintptr(unsafe.Pointer(&optv[0])))
+	runtime.KeepAlive(copts)
+	if r != 0 {
 		return nil, &CompileError{Program: name, Result: c.resultString(r), Log: c.programLog(prog)}
 	}
 
-	var n C.size_t
-	if r := C.call_size(c.ptxSize, prog, &n); r != 0 {
+	var n uintptr
+	if r := dl.Call32(c.ptxSize, prog, uintptr(unsafe.Pointer(&n))); r != 0 {
 		return nil, c.apiError("nvrtcGetPTXSize", r)
 	}
-	buf := (*C.char)(C.malloc(n))
-	defer C.free(unsafe.Pointer(buf))
-	if r := C.call_text(c.ptx, prog, buf); r != 0 {
+	buf := make([]byte, max(n, 1))
+	if r := dl.Call32(c.ptx, prog, uintptr(unsafe.Pointer(&buf[0]))); r != 0 {
 		return nil, c.apiError("nvrtcGetPTX", r)
 	}
-	return C.GoBytes(unsafe.Pointer(buf), C.int(n)), nil
+	return buf[:n], nil
 }
 
-func (c *Compiler) programLog(prog C.nvrtcProgram) string {
-	var n C.size_t
-	if C.call_size(c.logSize, prog, &n) != 0 || n == 0 {
+func (c *Compiler) programLog(prog uintptr) string {
+	var n uintptr
+	if dl.Call32(c.logSize, prog, uintptr(unsafe.Pointer(&n))) != 0 || n == 0 {
 		return ""
 	}
-	buf := (*C.char)(C.malloc(n))
-	defer C.free(unsafe.Pointer(buf))
-	if C.call_text(c.log, prog, buf) != 0 {
+	buf := make([]byte, n)
+	if dl.Call32(c.log, prog, uintptr(unsafe.Pointer(&buf[0]))) != 0 {
 		return ""
 	}
-	return C.GoString(buf)
+	return strings.TrimRight(string(buf), "\x00")
 }

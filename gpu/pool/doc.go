@@ -9,5 +9,5 @@
 //
 // Each is a Pool: a gpu.Allocator that also reports what the comparison needs (reserved bytes and
 // their peak, driver calls) under one capacity, so "the largest batch under 40 GiB" means the same
-// for all three. Everything but this comment builds under the cuda or gmlakegpu tag.
+// for all three.
 package pool

@@ -55,10 +55,51 @@ func TestSymbol(t *testing.T) {
 	require.True(t, errors.As(err, &se))
 	assert.Equal(t, "no_such_symbol_in_libc", se.Symbol)
 
-	var a, b unsafe.Pointer
-	require.NoError(t, lib.Symbols(map[string]*unsafe.Pointer{"strlen": &a, "memcpy": &b}))
-	assert.NotNil(t, a)
-	assert.NotNil(t, b)
+	var a, b uintptr
+	require.NoError(t, lib.Symbols(map[string]*uintptr{"strlen": &a, "memcpy": &b}))
+	assert.NotZero(t, a)
+	assert.NotZero(t, b)
+}
+
+// Calls into libc check the calling convention: arguments in order, pointers into Go memory, the
+// result whole (Call) or as a 32-bit int (Call32).
+func TestCall(t *testing.T) {
+	lib, err := Open("libc", "", []string{"libc.so.6"})
+	require.NoError(t, err)
+	strlen, err := lib.Symbol("strlen")
+	require.NoError(t, err)
+	s := CString("seventeen bytes..")
+	assert.Equal(t, uintptr(17), Call(strlen, BytePtr(s)))
+
+	memset, err := lib.Symbol("memset")
+	require.NoError(t, err)
+	buf := make([]byte, 8)
+	Call(memset, uintptr(unsafe.Pointer(&buf[2])), 0xab, 3)
+	assert.Equal(t, []byte{0, 0, 0xab, 0xab, 0xab, 0, 0, 0}, buf)
+
+	abs, err := lib.Symbol("abs")
+	require.NoError(t, err)
+	minus := int32(-42)
+	assert.Equal(t, int32(42), Call32(abs, uintptr(minus)))
+
+	strerror, err := lib.Symbol("strerror")
+	require.NoError(t, err)
+	assert.Equal(t, "No such file or directory", GoString(Call(strerror, 2)))
+	assert.Equal(t, "", GoString(0))
+	assert.Equal(t, []byte("No such"), CBytes(Call(strerror, 2), 7))
+}
+
+func TestSpecs(t *testing.T) {
+	for _, s := range []Spec{CUDADriver, CuBLAS, NVRTC, NCCL} {
+		assert.NotEmpty(t, s.What)
+		assert.Regexp(t, `^GMLAKE_[A-Z]+$`, s.EnvVar)
+		assert.NotEmpty(t, s.Candidates)
+	}
+	t.Setenv(NCCL.EnvVar, "libnot-there.so.3")
+	_, err := NCCL.Open()
+	assert.ErrorIs(t, err, ErrNotFound)
+	assert.ErrorContains(t, err, "libnot-there.so.3")
+	assert.ErrorContains(t, err, "GMLAKE_NCCL")
 }
 
 func TestCUDACandidates(t *testing.T) {

@@ -1,5 +1,3 @@
-//go:build cuda
-
 // Command gpu-replay replays allocation traces with real GPU memory, through the stitching engine
 // on driver/cuda (gmlake), through Gorgonia's pool algorithm over one cuMemAlloc arena (gorgonia)
 // and through cuMemAlloc/cuMemFree per request (direct), and beside them through the engine on the

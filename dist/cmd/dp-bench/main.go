@@ -1,5 +1,3 @@
-//go:build gmlakegpu
-
 // Command dp-bench fine-tunes a transformer data-parallel on several GPUs of one host (package
 // dist/gpudp: one rank per GPU, ZeRO-2 over NCCL) under each allocator, for each world size, and
 // reports per GPU the peak active and peak reserved bytes, fragmentation and driver calls, and the

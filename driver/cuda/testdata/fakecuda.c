@@ -1,25 +1,70 @@
 // fakecuda.c: a stand-in for libcuda.so.1 over host memory, so that driver/cuda and everything
-// above it can be tested where there is no GPU (CI: `make build-cuda` builds it and runs the
-// cuda-tagged tests against it through GMLAKE_LIBCUDA).
+// above it can be tested where there is no GPU (CI: `make cuda-fake-test` builds it with the
+// machine's C compiler and runs the GPU tests against it through GMLAKE_LIBCUDA). It needs no CUDA
+// header: it declares the few types and values of cuda.h it uses, with cuda.h's layouts.
 //
-// It implements exactly the calls driver/cuda loads, with the real driver's rules where they matter
-// to the code under test: calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT unless the
-// primary context is current on the calling thread; cuMemMap maps a handle only from offset 0 and
-// only whole (CUDA_ERROR_NOT_SUPPORTED / INVALID_VALUE otherwise) and never over a mapped byte;
-// mapped memory is inaccessible (PROT_NONE) until cuMemSetAccess, so a missing access call faults;
-// physical memory is shared between all the ranges that map it (a memfd), so stitching is real.
-// Work is synchronous: every event is complete when recorded. Device memory is the capacity in
-// $GMLAKE_FAKE_CUDA_BYTES (default 4 GiB); granularity 2 MiB.
+// It implements exactly the calls internal/libcuda loads, with the real driver's rules where they
+// matter to the code under test: calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT
+// unless the primary context is current on the calling thread; cuMemMap maps a handle only from
+// offset 0 and only whole (CUDA_ERROR_NOT_SUPPORTED / INVALID_VALUE otherwise) and never over a
+// mapped byte; mapped memory is inaccessible (PROT_NONE) until cuMemSetAccess, so a missing access
+// call faults; physical memory is shared between all the ranges that map it (a memfd), so
+// stitching is real. Structs passed by pointer are checked field by field, so a caller with the
+// wrong layout gets CUDA_ERROR_INVALID_VALUE. Work is synchronous: every event is complete when
+// recorded. It cannot run kernels: module loading and launches return CUDA_ERROR_NOT_SUPPORTED.
+// Device memory is the capacity in $GMLAKE_FAKE_CUDA_BYTES (default 4 GiB); granularity 2 MiB.
 #define _GNU_SOURCE
-#include <cuda.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+// ---- cuda.h, as much of it as this file needs.
+typedef enum {
+	CUDA_SUCCESS = 0,
+	CUDA_ERROR_INVALID_VALUE = 1,
+	CUDA_ERROR_OUT_OF_MEMORY = 2,
+	CUDA_ERROR_NOT_INITIALIZED = 3,
+	CUDA_ERROR_INVALID_DEVICE = 101,
+	CUDA_ERROR_INVALID_CONTEXT = 201,
+	CUDA_ERROR_INVALID_HANDLE = 400,
+	CUDA_ERROR_NOT_SUPPORTED = 801,
+} CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUevent_st *CUevent;
+typedef struct CUstream_st *CUstream;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef enum { CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102 } CUdevice_attribute;
+typedef enum { CU_MEM_ALLOCATION_TYPE_PINNED = 1 } CUmemAllocationType;
+typedef enum { CU_MEM_LOCATION_TYPE_DEVICE = 1 } CUmemLocationType;
+typedef enum { CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3 } CUmemAccess_flags;
+typedef enum { CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1 } CUmemAllocationGranularity_flags;
+typedef struct { CUmemLocationType type; int id; } CUmemLocation;
+typedef struct {
+	CUmemAllocationType type;
+	int requestedHandleTypes;
+	CUmemLocation location;
+	void *win32HandleMetaData;
+	struct {
+		unsigned char compressionType;
+		unsigned char gpuDirectRDMACapable;
+		unsigned short usage;
+		unsigned char reserved[4];
+	} allocFlags;
+} CUmemAllocationProp;
+typedef struct { CUmemLocation location; CUmemAccess_flags flags; } CUmemAccessDesc;
+_Static_assert(sizeof(CUmemAllocationProp) == 32, "CUmemAllocationProp is 32 bytes in cuda.h");
+_Static_assert(offsetof(CUmemAllocationProp, allocFlags) == 24, "allocFlags at 24 in cuda.h");
+_Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc is 12 bytes in cuda.h");
 
 #define GRANULARITY (2u << 20)
 #define MAX_HANDLES 65536
@@ -119,8 +164,9 @@ CUresult cuCtxSetCurrent(CUcontext c) {
 CUresult cuCtxSynchronize(void) { NEED_CONTEXT(); return CUDA_SUCCESS; }
 
 CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags f) {
-	(void)f;
 	NEED_CONTEXT();
+	if (f != CU_MEM_ALLOC_GRANULARITY_MINIMUM && f != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) return CUDA_ERROR_INVALID_VALUE;
+	if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
 	if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id != 0) return CUDA_ERROR_INVALID_DEVICE;
 	*g = GRANULARITY;
 	return CUDA_SUCCESS;
@@ -137,7 +183,9 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
 
 CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop, unsigned long long flags) {
 	NEED_CONTEXT();
-	if (size == 0 || size % GRANULARITY != 0 || flags != 0 || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
+	if (size == 0 || size % GRANULARITY != 0 || flags != 0 || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    prop->requestedHandleTypes != 0 || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+	    prop->location.id != 0 || prop->win32HandleMetaData != NULL)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&mu);
 	CUresult r = CUDA_SUCCESS;
@@ -325,3 +373,50 @@ CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
 }
 CUresult cuStreamDestroy_v2(CUstream s) { NEED_CONTEXT(); free(s); return CUDA_SUCCESS; }
 CUresult cuStreamSynchronize(CUstream s) { (void)s; NEED_CONTEXT(); return CUDA_SUCCESS; }
+
+// Pinned host memory and asynchronous copies: plain memory and synchronous copies.
+CUresult cuMemAllocHost_v2(void **p, size_t size) {
+	NEED_CONTEXT();
+	*p = calloc(1, size ? size : 1);
+	return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuMemFreeHost(void *p) { NEED_CONTEXT(); free(p); return CUDA_SUCCESS; }
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
+	(void)s;
+	NEED_CONTEXT();
+	memcpy((void *)dst, src, n);
+	return CUDA_SUCCESS;
+}
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
+	(void)s;
+	NEED_CONTEXT();
+	memcpy(dst, (void *)src, n);
+	return CUDA_SUCCESS;
+}
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+	(void)s;
+	NEED_CONTEXT();
+	memmove((void *)dst, (void *)src, n);
+	return CUDA_SUCCESS;
+}
+CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s) {
+	(void)s;
+	NEED_CONTEXT();
+	for (size_t i = 0; i < n; i++) ((unsigned int *)dst)[i] = v;
+	return CUDA_SUCCESS;
+}
+
+// No kernels run here.
+CUresult cuModuleLoadData(CUmodule *m, const void *image) { (void)m; (void)image; NEED_CONTEXT(); return CUDA_ERROR_NOT_SUPPORTED; }
+CUresult cuModuleUnload(CUmodule m) { (void)m; NEED_CONTEXT(); return CUDA_ERROR_INVALID_HANDLE; }
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
+	(void)f; (void)m; (void)name;
+	NEED_CONTEXT();
+	return CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shmem, CUstream s, void **params, void **extra) {
+	(void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shmem; (void)s; (void)params; (void)extra;
+	NEED_CONTEXT();
+	return CUDA_ERROR_NOT_SUPPORTED;
+}

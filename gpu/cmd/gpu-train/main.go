@@ -1,5 +1,3 @@
-//go:build gmlakegpu
-
 // Command gpu-train fine-tunes randomly initialised transformer models on a GPU with LoRA,
 // per-block recomputation (and optionally offload) and variable sequence lengths, once per memory
 // allocator (package gpu/pool: gmlake's stitching engine, the Gorgonia pool algorithm over one
@@ -18,7 +16,7 @@
 // resident weights (the pool trimmed between tries), doubling from --batch until a try fails,
 // then bisecting.
 //
-// Build with -tags gmlakegpu (see gpu/graphexec's package doc); make gpu-train-bench does it.
+// Build with a plain go build (CGO_ENABLED=0 works); make gpu-train-bench does it.
 package main
 
 import (
