@@ -1,5 +1,3 @@
-//go:build gmlakegpu
-
 package graphexec
 
 import (
