@@ -1,7 +1,8 @@
 // Package gpu runs the project's training math on an NVIDIA GPU, on device memory from a gmlake
-// allocator: float32 tensors, the project's own CUDA kernels (elementwise ops with broadcasting,
-// reductions, softmax and causal softmax, LayerNorm/RMSNorm, GELU/SiLU/SwiGLU, RoPE, embedding
-// gather/scatter-add, fused softmax cross-entropy, AdamW with gradient-norm clipping), and matrix
+// allocator: float32 tensors, the project's own CUDA kernels (elementwise ops with broadcasting and
+// comparisons, strided assign/accumulate between views, reductions, softmax along any axis, causal
+// softmax, LayerNorm/RMSNorm, GELU/SiLU/SwiGLU, RoPE, embedding gather/scatter-add, fused softmax
+// cross-entropy, dropout, AdamW with gradient-norm clipping), and matrix
 // products through cuBLAS. It is part of every build (no build tag, no cgo, no CUDA headers): on a
 // machine without a GPU, New returns an error wrapping ErrUnavailable.
 //

@@ -1,14 +1,43 @@
-// Package graphexec runs the project's transformer graphs (package models: Gorgonia graphs of the
-// ops in models/ops, plus Gorgonia's gradient sums, the loss seed and a reshape) on a GPU through
-// package gpu, every buffer from the Device's allocator (gmlake's engine over driver/cuda).
+// Package graphexec runs Gorgonia graphs on a GPU through package gpu, with every buffer from the
+// Device's allocator (gmlake's engine over driver/cuda). It runs two kinds of graph:
+//
+//   - the project's transformer graphs (package models: the ops in models/ops, plus Gorgonia's
+//     gradient sums, the loss seed and a reshape);
+//   - a user's own graph of Gorgonia's standard ops and the gradients gorgonia.Grad builds for
+//     them.
+//
+// The standard ops are matmul, batched matmul, matrix-vector, dot and outer products; elementwise
+// Add, Sub, HadamardProd, HadamardDiv and Pow with a scalar on either side; the broadcasting forms
+// (Reshape plus Repeat, which Broadcast* build); comparisons with retSame; every elementwise
+// function (Rectify is a comparison and a product, Sigmoid, Tanh, Exp, Log, Neg, Square, Sqrt,
+// Inverse, Softplus, ...); Sum, Max and Mean over any axes; SoftMax and LogSoftMax and their
+// gradient op; Reshape, Transpose, Slice and its gradient (sliceIncr), Concat, SizeOf, Dropout and
+// its gradient, and constant scalars and tensors. MLPs, classifiers and transformer blocks are
+// built from these (results/gpu-graphs: trained on an H200, they match Gorgonia's TapeMachine
+// within float32 rounding).
 //
 // # Lowering
 //
 // Describe maps each node's op to a Desc: what it computes, with its parameters. The models/ops
 // kernels are unexported types, so Desc is read from each op's String(), which prints every
 // parameter because Gorgonia hashes ops by it (models/ops documents that contract); a test pins
-// every form the models produce. Describe is pure Go and needs no GPU. An op it does not know is an
-// error at New, never a silent CPU fallback: device memory is not host-readable.
+// every form the models produce. Gorgonia's own ops are read the same way, from their String()
+// and Go type; only the dropout probability, which String() omits, is read from the op's field.
+// CheckGraph describes every node and checks that it computes float32. Compile runs it first: an op
+// it does not know, a comparison with a boolean result or a float64 graph is an
+// *UnsupportedOpError naming the node and the op (errors.Is ErrUnsupported), before anything
+// runs. There is never a silent CPU fallback, because device memory is not host-readable. All of
+// this is pure Go and needs no GPU.
+//
+// The standard ops are lowered once, generically, onto a small set of array primitives: views
+// (reshape, permute, narrow, broadcast), strided assign and accumulate, elementwise kernels,
+// one-axis reductions, softmax along an axis, GEMM and dropout. The Machine runs the primitives
+// on the Device. The tests run the same lowering on host slices against Gorgonia's own ops. They
+// check views, axes and broadcasting on any machine, and they train both user graphs step for
+// step against the TapeMachine. Softmax along an axis uses one thread per line, in the CPU
+// engine's order, so it agrees with the CPU to the rounding of expf. Dropout's mask is drawn on
+// the host by the graph's own op (its random source, run on ones), so the GPU draws what the CPU
+// would. Its gradient is Gorgonia's dropoutDiffOp, which divides by the drop probability.
 //
 // # Execution
 //

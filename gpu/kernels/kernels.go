@@ -1,7 +1,9 @@
-// Package kernels holds the project's CUDA C++ kernel sources (float32 elementwise ops with
-// broadcasting, reductions, softmax and causal softmax, LayerNorm/RMSNorm, GELU/SiLU/SwiGLU, RoPE,
-// embedding gather/scatter-add, fused softmax cross-entropy, AdamW with gradient-norm clipping) as
-// embedded text, and the table of which source defines which kernel.
+// Package kernels holds the project's CUDA C++ kernel sources as embedded text, and the table of
+// which source defines which kernel. The sources cover float32 elementwise ops with broadcasting,
+// comparisons, power and the rest of Gorgonia's elementwise functions. They also cover strided
+// assign and accumulate between views, reductions, softmax and causal softmax, softmax and
+// log-softmax along any axis, LayerNorm and RMSNorm, GELU, SiLU and SwiGLU, RoPE, embedding gather
+// and scatter-add, fused softmax cross-entropy, dropout, and AdamW with gradient-norm clipping.
 //
 // It is pure Go and needs no GPU: package gpu compiles these sources to PTX with NVRTC at run time
 // (for the device's own architecture) and loads them. The test of this package compiles every
