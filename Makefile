@@ -74,12 +74,19 @@ GENERATED_WORKLOADS = $(subst $(space),$(comma),$(foreach p,opt-1.3b gpt2-xl lla
 GENERATED_DIR = $(OUT_DIR)/generated-traces
 comma := ,
 space := $(subst ,, )
+# Held-out traces of model families the engine was not written for (encoder-decoder, mixture of
+# experts, ViT, multi-scale CNN, masked LM, 150k-vocabulary LoRA LM), recorded with PyTorch on the
+# H200 by scripts/record-heldout-traces.py, with PyTorch's step times: testdata/heldout/README.md.
+HELDOUT = testdata/heldout
 OWN_TRACES = stitch/testdata/gpt2xl-lora-h200-gpu-train.trace.gz gpu/results/2026-11-29-40GiB/traces/*.trace.gz
 bench:
 	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet \
 		--allocators gmlake,gmlake-unmarked,gorgonia,caching,direct --growth-slack 0.005 --warmup-growth 128MiB \
-		--markdown bench/RESULTS.md --anchors $(TRACES)/pytorch-anchors.jsonl \
+		--markdown bench/RESULTS.md --anchors $(TRACES)/pytorch-anchors.jsonl --steps $(TRACES)/pytorch-steps.jsonl \
 		$(wildcard $(TRACES)/*.trace.gz $(TRACES)/*.pickle.gz)
+	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet \
+		--allocators gmlake,gmlake-unmarked,gorgonia,caching --markdown results/bench/RESULTS-heldout.md \
+		--steps $(HELDOUT)/pytorch-steps.jsonl $(HELDOUT)/*.trace.gz
 	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet \
 		--allocators gmlake,gmlake-unmarked,gorgonia,caching --markdown bench/RESULTS-own.md \
 		$(OWN_TRACES)

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,3 +53,48 @@ func TraceStem(name string) string {
 	}
 	return name
 }
+
+// Step is one line of a pytorch-steps.jsonl (../shared/traces, testdata/heldout): PyTorch's own
+// training step on the GPU for the workload a trace recorded, in seconds. Allocator time in an
+// iteration is judged against it.
+type Step struct {
+	Trace string  `json:"trace"`
+	StepS float64 `json:"step_s"`
+}
+
+// ReadSteps reads JSON-lines files of steps; the step of each trace, by TraceStem.
+func ReadSteps(paths ...string) (map[string]float64, error) {
+	out := make(map[string]float64)
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<16), 1<<20)
+		for line := 1; sc.Scan(); line++ {
+			if strings.TrimSpace(sc.Text()) == "" {
+				continue
+			}
+			var s Step
+			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+			}
+			if s.Trace == "" || !(s.StepS > 0) {
+				f.Close()
+				return nil, fmt.Errorf("%s:%d: %w: a step needs a trace and step_s > 0", path, line, ErrStepFormat)
+			}
+			out[TraceStem(s.Trace)] = s.StepS
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return out, nil
+}
+
+// ErrStepFormat is wrapped by ReadSteps when a line is not a step.
+var ErrStepFormat = errors.New("bench: bad step line")

@@ -53,13 +53,18 @@
 //     reverse. Steady calls (and driver time) per iteration are reported over the forced
 //     iterations and the others, where no allocator is bound to call;
 //   - driver time (CostModel, DriverLedger): the simulated devices take no time, so each
-//     allocator's successful driver calls are recorded with the bytes they cover (gmlake through a
-//     metering wrapper of its stitch.Driver, the baselines at their Device calls) and priced at the
-//     costs measured on the project's H200 (H200: VMM calls per 2 MiB chunk, cuMemAlloc/cuMemFree
-//     per call): estimated milliseconds before the first iteration, per warm-up and per steady
-//     iteration, split as the calls are, and by call kind. It is an estimate of what the same calls
-//     would cost on that GPU, not a measurement: cmd/gpu-replay measures, and found gmlake's steady
-//     iterations 1.3-1.9 times slower in the driver than this estimate (see CostModel);
+//     allocator's successful driver calls are recorded with the bytes they cover and the physical
+//     handles they touch (gmlake through a metering wrapper of its stitch.Driver that knows which
+//     handle is mapped where, the baselines at their Device calls) and priced at the costs
+//     measured on the project's H200 (H200: VMM calls per handle plus a part per byte, fitted to
+//     the per-handle table of ../shared/GPU.md; cuMemAlloc/cuMemFree per call): estimated
+//     milliseconds before the first iteration, in every iteration, the mean and the largest per
+//     warm-up and per steady iteration, split as the calls are, and by call kind. It is an
+//     estimate of what the same calls would cost on that GPU, not a measurement: cmd/gpu-replay
+//     measures;
+//   - the allocator's own time (Run.IterCPU): the replaying thread's CPU time in each iteration,
+//     less the time inside metered driver calls, and per alloc+free pair over the steady
+//     iterations (Report.SteadyNsPerPair), the figure set beside the Gorgonia pool's;
 //   - convergence (MeasureConvergence): the trace's iterations replayed several times in a row
 //     (RepeatIterations; resident allocations made once), as the same shapes recur in a long run:
 //     driver calls per iteration in the last repetition, and after how many repetitions one made

@@ -8,25 +8,74 @@ import (
 
 	"github.com/gmlake/gmlake/stitch"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
+// A fit of exactly linear per-handle costs finds their terms, with no residual.
+func TestFitHandleCostRecoversALinearCost(t *testing.T) {
+	want := HandleCost{PerHandle: 10 * time.Microsecond, PerGiB: 512 * time.Microsecond} // whole ns per 2 MiB
+	var rows []HandleTableRow
+	for _, size := range []uint64{2 * MiB, 64 * MiB, 1 * GiB} {
+		perHandle := float64(want.Of(size)) / float64(time.Microsecond)
+		rows = append(rows, HandleTableRow{HandleBytes: size, Create: perHandle * float64(GiB) / float64(size)})
+	}
+	fit := FitHandleCost(rows, colCreate)
+	assert.Equal(t, want, fit.Cost)
+	for i, r := range fit.Residuals {
+		assert.InDelta(t, 0, r, 1e-6, "row %d", i)
+	}
+}
+
+// H200's terms are the fits of ../shared/GPU.md's per-handle table, with the residuals the
+// CostModel's documentation states (each within a point of it).
+func TestH200FitsTheHandleTable(t *testing.T) {
+	tests := []struct {
+		name              string
+		col               func(HandleTableRow) float64
+		got               HandleCost
+		perHandle, perGiB float64 // µs, as documented
+		residualsPercent  []float64
+	}{
+		{"create", colCreate, H200.Create, 11.9, 24.1, []float64{-5, 4, 0, -2, -1, 5, -3}},
+		{"map", colMap, H200.Map, 0.9, 1.0, []float64{-48, 2, -2, 11, 6, 12, -7}},
+		{"set access", colSetAccess, H200.SetAccess, 29.7, 42.5, []float64{-7, 2, -1, 6, 2, -5, 2}},
+		{"unmap", colUnmap, H200.Unmap, 20.8, 13.8, []float64{-8, -4, 0, 3, 7, 1, -1}},
+		{"release", colRelease, H200.Release, 12.1, 565.8, []float64{7, -5, -5, 4, -6, -6, 8}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fit := FitHandleCost(H200HandleTable, tt.col)
+			assert.Equal(t, fit.Cost, tt.got)
+			assert.InDelta(t, tt.perHandle, us(tt.got.PerHandle), 0.05)
+			assert.InDelta(t, tt.perGiB, us(tt.got.PerGiB), 0.05)
+			require.Len(t, fit.Residuals, len(tt.residualsPercent))
+			for i, r := range fit.Residuals {
+				assert.InDelta(t, tt.residualsPercent[i], 100*r, 1, "%s handles", FormatBytes(H200HandleTable[i].HandleBytes))
+			}
+		})
+	}
+	assert.InDelta(t, 0.5, H200.Release.PerGiB.Seconds()*1000, 0.1, "release: about 0.5 ms per GiB")
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// One call on one handle: the per-handle part plus the per-byte part of the bytes covered; the
+// address-space calls cost per call, the others nothing.
 func TestH200VMMCosts(t *testing.T) {
-	const chunk = 2 * MiB
 	tests := []struct {
 		kind  stitch.CallKind
 		bytes uint64
 		want  time.Duration
 	}{
-		{stitch.CallCreate, chunk, 9 * time.Microsecond},
-		{stitch.CallCreate, 1 * GiB, 512 * 9 * time.Microsecond},
-		{stitch.CallMap, 4 * chunk, 4 * 1300 * time.Nanosecond},
-		{stitch.CallSetAccess, 3 * GiB, 1536 * 27 * time.Microsecond},
-		{stitch.CallSetAccess, chunk + 1, 2 * 27 * time.Microsecond}, // a part of a chunk counts whole
-		{stitch.CallUnmap, 3 * GiB, 34 * time.Millisecond / 1536 * 1536},
-		{stitch.CallRelease, chunk, 26*time.Millisecond/1024 - 34*time.Millisecond/1536},
+		{stitch.CallCreate, 2 * MiB, H200.Create.PerHandle + H200.Create.PerGiB/512},
+		{stitch.CallCreate, 1 * GiB, H200.Create.PerHandle + H200.Create.PerGiB},
+		{stitch.CallMap, 4 * GiB, H200.Map.PerHandle + 4*H200.Map.PerGiB},
+		{stitch.CallSetAccess, 1 * GiB, H200.SetAccess.PerHandle + H200.SetAccess.PerGiB},
+		{stitch.CallUnmap, 0, H200.Unmap.PerHandle},
+		{stitch.CallRelease, 1 * GiB, H200.Release.PerHandle + H200.Release.PerGiB},
 		{stitch.CallReserve, 3 * GiB, 17 * time.Microsecond},
-		{stitch.CallReserve, chunk, 17 * time.Microsecond}, // per call, whatever the size
-		{stitch.CallFree, 3 * GiB, 0},                      // in the unmap's figure
+		{stitch.CallReserve, 2 * MiB, 17 * time.Microsecond}, // per call, whatever the size
+		{stitch.CallFree, 3 * GiB, 17 * time.Microsecond},
 		{stitch.CallRecordEvent, 0, 0},
 		{stitch.CallEventDone, 0, 0},
 		{stitch.CallDestroyEvent, 0, 0},
@@ -38,8 +87,6 @@ func TestH200VMMCosts(t *testing.T) {
 			assert.Equal(t, tt.want, H200.VMM(tt.kind, tt.bytes), "%s of %s", tt.kind, FormatBytes(tt.bytes))
 		})
 	}
-	assert.InDelta(t, 22.1, float64(H200.UnmapPerChunk)/float64(time.Microsecond), 0.05)
-	assert.InDelta(t, 3.3, float64(H200.ReleasePerChunk)/float64(time.Microsecond), 0.05)
 }
 
 func TestH200MallocCosts(t *testing.T) {
@@ -63,21 +110,20 @@ func TestH200MallocCosts(t *testing.T) {
 	assert.Equal(t, 600*time.Microsecond, H200.MallocFree(2*GiB))
 }
 
-// The model against the composite figures GPU.md measured but the model was not built from: it
-// may overestimate (see CostModel), but not by a factor (a unit slip would show here).
+// The model against measured figures it was not fitted to: the table's stitch (the same handles
+// mapped again under a fresh range and made accessible) and the 2026-11-29 table's naive
+// allocation. Within the documented errors (a unit slip would show here).
 func TestH200AgainstCompositeMeasurements(t *testing.T) {
-	const chunk = 2 * MiB
-	var naive time.Duration // 2 GiB as 1024 chunks: create + map + set access each
+	for _, r := range H200HandleTable {
+		perHandle := r.StitchMap * float64(r.HandleBytes) / float64(GiB)
+		model := H200.VMM(stitch.CallMap, r.HandleBytes) + H200.VMM(stitch.CallSetAccess, r.HandleBytes)
+		assert.InEpsilon(t, perHandle, us(model), 0.16, "stitch over %s handles: %s", FormatBytes(r.HandleBytes), model)
+	}
+	var naive time.Duration // 2 GiB as 1024 handles of 2 MiB: create + map + set access each
 	for range 1024 {
-		naive += H200.VMM(stitch.CallCreate, chunk) + H200.VMM(stitch.CallMap, chunk) + H200.VMM(stitch.CallSetAccess, chunk)
+		naive += H200.VMM(stitch.CallCreate, 2*MiB) + H200.VMM(stitch.CallMap, 2*MiB) + H200.VMM(stitch.CallSetAccess, 2*MiB)
 	}
-	assert.InEpsilon(t, float64(32*time.Millisecond), float64(naive), 0.25, "naive VMM allocation of 2 GiB: %s", naive)
-
-	stitched := H200.VMM(stitch.CallReserve, 128*MiB) + H200.VMM(stitch.CallSetAccess, 128*MiB)
-	for range 64 {
-		stitched += H200.VMM(stitch.CallMap, chunk)
-	}
-	assert.InEpsilon(t, float64(1300*time.Microsecond), float64(stitched), 0.5, "stitch of 64 chunks: %s", stitched)
+	assert.InEpsilon(t, float64(32*time.Millisecond), float64(naive), 0.4, "naive VMM allocation of 2 GiB: %s", naive)
 }
 
 func TestFastLog2(t *testing.T) {

@@ -39,7 +39,12 @@ func TestMeteredDriver(t *testing.T) {
 		assert.Equal(t, drv.Live().PhysicalBytes, tally["create"].Bytes-tally["release"].Bytes, "%s: live physical bytes", when)
 		for _, kind := range []stitch.CallKind{stitch.CallCreate, stitch.CallMap, stitch.CallSetAccess, stitch.CallUnmap} {
 			c := tally[kind.String()]
-			assert.Equal(t, H200.VMM(kind, c.Bytes), c.Time, "%s: %s costs its chunks", when, kind)
+			hc := map[stitch.CallKind]HandleCost{stitch.CallCreate: H200.Create, stitch.CallMap: H200.Map,
+				stitch.CallSetAccess: H200.SetAccess, stitch.CallUnmap: H200.Unmap}[kind]
+			// The engine's ranges are wholly mapped: the bytes per handle add up to the calls' bytes.
+			want := time.Duration(c.Handles)*hc.PerHandle + hc.Of(c.Bytes) - hc.PerHandle
+			assert.InDelta(t, float64(want), float64(c.Time), float64(c.Handles), "%s: %s costs its handles", when, kind)
+			assert.GreaterOrEqual(t, c.Handles, c.Calls, "%s: %s touches a handle per call at least", when, kind)
 		}
 	}
 
@@ -65,6 +70,61 @@ func TestMeteredDriver(t *testing.T) {
 	check("after close")
 	assert.Zero(t, drv.Live().PhysicalBytes)
 	assert.Positive(t, metered.ledger.Tally()["release"].Calls)
+}
+
+// A range costs every handle mapped in it: set access over three handles costs three handles, an
+// unmap of one of them one, and Release charges the handle's own size.
+func TestMeteredDriverCostsPerHandle(t *testing.T) {
+	metered := newMeteredDriver(sim.New(), H200)
+	sizes := []uint64{2 * MiB, 64 * MiB, 1 * GiB}
+	var total uint64
+	for _, s := range sizes {
+		total += s
+	}
+	base, err := metered.Reserve(total)
+	require.NoError(t, err)
+	handles := make([]stitch.PhysHandle, len(sizes))
+	addr := base
+	for i, s := range sizes {
+		handles[i], err = metered.Create(s)
+		require.NoError(t, err)
+		require.NoError(t, metered.Map(addr, s, handles[i], 0))
+		addr += uintptr(s)
+	}
+	l := metered.ledger
+	var want time.Duration
+	for _, s := range sizes {
+		want += H200.SetAccess.Of(s)
+	}
+	before := l.Tally()["set_access"]
+	require.NoError(t, metered.SetAccess(base, total))
+	got := l.Tally()["set_access"]
+	assert.Equal(t, uint64(3), got.Handles-before.Handles)
+	assert.Equal(t, want, got.Time-before.Time)
+
+	// A range over the first two handles costs two.
+	require.NoError(t, metered.SetAccess(base, 2*MiB+64*MiB))
+	last := l.Tally()["set_access"]
+	assert.Equal(t, uint64(2), last.Handles-got.Handles)
+	assert.Equal(t, H200.SetAccess.Of(2*MiB)+H200.SetAccess.Of(64*MiB), last.Time-got.Time)
+	// The bytes of each mapping a range covers, where it starts or ends inside one.
+	assert.Equal(t, []uint64{MiB, 64 * MiB, 3}, metered.covered(base+uintptr(MiB), MiB+64*MiB+3))
+	assert.Empty(t, metered.covered(base+uintptr(total), GiB))
+
+	require.NoError(t, metered.Unmap(base+uintptr(2*MiB), 64*MiB))
+	assert.Equal(t, H200.Unmap.Of(64*MiB), l.Tally()["unmap"].Time)
+	assert.Equal(t, uint64(1), l.Tally()["unmap"].Handles)
+	require.NoError(t, metered.Release(handles[1]))
+	assert.Equal(t, H200.Release.Of(64*MiB), l.Tally()["release"].Time)
+
+	// What is left mapped: the first and the last handle, a hole between.
+	require.NoError(t, metered.Unmap(base, 2*MiB))
+	require.NoError(t, metered.Unmap(base+uintptr(66*MiB), 1*GiB))
+	unmap := l.Tally()["unmap"]
+	assert.Equal(t, uint64(3), unmap.Handles)
+	assert.Equal(t, H200.Unmap.Of(64*MiB)+H200.Unmap.Of(2*MiB)+H200.Unmap.Of(1*GiB), unmap.Time)
+	assert.Zero(t, metered.mappings.Len())
+	assert.Positive(t, l.Wall())
 }
 
 // Device-based allocators: the ledger's bytes allocated less bytes freed are the bytes they hold

@@ -85,6 +85,20 @@ type Report struct {
 	SteadyForcedDriverMsPerIter   *float64           `json:"steady_forced_driver_ms_per_iter,omitempty"`
 	SteadyUnforcedDriverMsPerIter *float64           `json:"steady_unforced_driver_ms_per_iter,omitempty"`
 	SteadyDriverMsByKind          map[string]float64 `json:"steady_driver_ms_by_kind,omitempty"`
+	// The largest estimated driver time of any one iteration, in milliseconds: over the steady
+	// iterations (SteadyFrom on) and over the warm-up ones (0..SteadyFrom-1), of the single
+	// uncapped pass (no repetition); and the estimated time of each iteration, in marker order.
+	SteadyDriverMsMax *float64  `json:"steady_driver_ms_max,omitempty"`
+	WarmupDriverMsMax *float64  `json:"warmup_driver_ms_max,omitempty"`
+	DriverMsPerIter   []float64 `json:"driver_ms_per_iter,omitempty"`
+	// Physical handles the steady iterations' driver calls touched, per iteration (see CostModel:
+	// the driver time is, to first order, these).
+	SteadyHandlesPerIter *float64 `json:"steady_handles_per_iter,omitempty"`
+	// The allocator's own CPU time (Run.IterCPU: the replay's wall time less the time inside
+	// metered driver calls) per alloc+free pair over the steady iterations of the single pass, and
+	// its time in each iteration in milliseconds, in marker order.
+	SteadyNsPerPair *float64  `json:"steady_ns_per_pair,omitempty"`
+	CPUMsPerIter    []float64 `json:"cpu_ms_per_iter,omitempty"`
 	// Convergence under repetition (MeasureOptions.Repeat > 0); its fields are absent otherwise.
 	*Convergence
 
@@ -163,6 +177,10 @@ func (rep *Report) setUncapped(p *Prepared, run *Run) {
 	rep.setNovelty(p, run)
 	for _, it := range p.iterations() {
 		rep.DriverCallsPerIter = append(rep.DriverCallsPerIter, run.IterCalls[it])
+		rep.CPUMsPerIter = append(rep.CPUMsPerIter, float64(run.IterCPU[it])/float64(time.Millisecond))
+	}
+	if v, ok := run.NsPerPair(SteadyFrom, math.MaxInt); ok {
+		rep.SteadyNsPerPair = &v
 	}
 	if v, ok := run.CallsPerIteration(0, SteadyFrom); ok {
 		rep.WarmupDriverCallsPerIter = &v
@@ -172,6 +190,9 @@ func (rep *Report) setUncapped(p *Prepared, run *Run) {
 	}
 	if run.Timed {
 		rep.setDriverTime(run)
+		for _, it := range p.iterations() {
+			rep.DriverMsPerIter = append(rep.DriverMsPerIter, float64(run.IterTime[it])/float64(time.Millisecond))
+		}
 	}
 	if run.Pairs > 0 {
 		rep.NsPerPair = float64(run.Elapsed.Nanoseconds()) / float64(run.Pairs)
@@ -186,6 +207,14 @@ func (rep *Report) setDriverTime(run *Run) {
 	}
 	if v, ok := run.MsPerIteration(SteadyFrom, math.MaxInt); ok {
 		rep.SteadyDriverMsPerIter = &v
+		handles := run.SteadyHandles
+		rep.SteadyHandlesPerIter = &handles
+	}
+	if v, ok := run.MsMax(0, SteadyFrom); ok {
+		rep.WarmupDriverMsMax = &v
+	}
+	if v, ok := run.MsMax(SteadyFrom, math.MaxInt); ok {
+		rep.SteadyDriverMsMax = &v
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gmlake/gmlake/trace"
 	"github.com/stretchr/testify/assert"
@@ -108,6 +109,19 @@ func TestMeasureDriverCallsPerIteration(t *testing.T) {
 	require.NotNil(t, direct.SteadyDriverCallsPerIter)
 	assert.InDelta(t, (8.0+10)/2, *direct.SteadyDriverCallsPerIter, 1e-9)
 	assert.Equal(t, []uint64{2, 4, 6, 8, 10}, direct.DriverCallsPerIter)
+	// Each pair is a cuMemAlloc and a cuMemFree of 1000 bytes: 0.85 ms. The largest iteration of
+	// each phase is its last.
+	pair := float64(H200.Malloc(1000)+H200.MallocFree(1000)) / float64(time.Millisecond)
+	require.NotNil(t, direct.WarmupDriverMsMax)
+	assert.InDelta(t, 3*pair, *direct.WarmupDriverMsMax, 1e-9)
+	require.NotNil(t, direct.SteadyDriverMsMax)
+	assert.InDelta(t, 5*pair, *direct.SteadyDriverMsMax, 1e-9)
+	require.Len(t, direct.DriverMsPerIter, 5)
+	assert.InDelta(t, 4*pair, direct.DriverMsPerIter[3], 1e-9)
+	// The allocator's own time: over the steady iterations' 4+5 pairs, and per iteration.
+	require.NotNil(t, direct.SteadyNsPerPair)
+	assert.Positive(t, *direct.SteadyNsPerPair)
+	assert.Len(t, direct.CPUMsPerIter, 5)
 
 	caching, err := Measure(p, spec(t, "caching"), MeasureOptions{})
 	require.NoError(t, err)
@@ -119,6 +133,33 @@ func TestMeasureDriverCallsPerIteration(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, noMarkers.SteadyDriverCallsPerIter)
 	assert.Nil(t, noMarkers.WarmupDriverCallsPerIter)
+	assert.Nil(t, noMarkers.SteadyDriverMsMax)
+	assert.Nil(t, noMarkers.SteadyNsPerPair)
+}
+
+// The replay counts each iteration's allocations and books the time inside metered driver calls
+// apart from the allocator's own.
+func TestReplayBooksAllocatorTime(t *testing.T) {
+	p := build(t, "a 0 100 0", "i 0", "a 1 1000 0", "a 2 1000 0", "f 1", "f 2", "i 1", "a 3 3000000 0", "f 3", "i 2")
+	g, err := spec(t, "gmlake").New(0)
+	require.NoError(t, err)
+	run, err := Replay(p, g, 0)
+	require.NoError(t, err)
+	assert.Equal(t, map[int]int{0: 2, 1: 1, 2: 0}, run.IterPairs)
+	require.Len(t, run.IterCPU, 3)
+	var cpu time.Duration
+	for _, d := range run.IterCPU {
+		assert.GreaterOrEqual(t, d, time.Duration(0))
+		cpu += d
+	}
+	wall := g.(DriverAccounter).DriverLedger().Wall()
+	assert.Positive(t, wall)
+	assert.LessOrEqual(t, cpu+wall, run.Elapsed+time.Millisecond, "own time and driver time are parts of the loop's")
+	ns, ok := run.NsPerPair(0, 2)
+	assert.True(t, ok)
+	assert.InDelta(t, float64(run.IterCPU[0]+run.IterCPU[1])/3, ns, 1e-6)
+	_, ok = run.NsPerPair(2, 3)
+	assert.False(t, ok, "no allocation in iteration 2")
 }
 
 func TestReplayReportsAllocatorFailures(t *testing.T) {

@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/gmlake/gmlake/stitch"
@@ -84,9 +85,17 @@ type Run struct {
 	SetupTime      time.Duration
 	IterTime       map[int]time.Duration
 	SteadyMsByKind map[string]float64
-	Elapsed        time.Duration // wall time of the replay loop
-	Pairs          int           // allocations made (each later freed or still live at the end)
-	Series         []Point       // sampled active/reserved bytes, when asked for
+	// SteadyHandles: physical handles the driver calls of the steady iterations touched (created,
+	// mapped, made accessible, unmapped, released; DriverLedger), per steady iteration.
+	SteadyHandles float64
+	Elapsed       time.Duration // wall time of the replay loop
+	Pairs         int           // allocations made (each later freed or still live at the end)
+	// The allocator's own time in each iteration (as IterCalls): the CPU time of the replaying
+	// thread (threadCPU) less the wall time spent inside the driver calls where the ledger measures
+	// it (DriverLedger.Wall), and the allocations made in it.
+	IterCPU   map[int]time.Duration
+	IterPairs map[int]int
+	Series    []Point // sampled active/reserved bytes, when asked for
 }
 
 // OOMEvent says where a replay ran out of memory.
@@ -119,8 +128,8 @@ func Replay(p *Prepared, a Allocator, series int) (*Run, error) {
 
 // replay is Replay with Run.SteadyCallsByKind counted from iteration kindsFrom on.
 func replay(p *Prepared, a Allocator, series, kindsFrom int) (*Run, error) {
-	rp := &replayer{p: p, a: a, run: &Run{IterCalls: make(map[int]uint64)}, ptrs: make([]uintptr, p.slots), iter: -1,
-		kindsFrom: kindsFrom}
+	rp := &replayer{p: p, a: a, ptrs: make([]uintptr, p.slots), iter: -1, kindsFrom: kindsFrom,
+		run: &Run{IterCalls: make(map[int]uint64), IterCPU: make(map[int]time.Duration), IterPairs: make(map[int]int)}}
 	rp.counter, _ = a.(CallCounter)
 	rp.marker, _ = a.(IterationMarker)
 	if acct, ok := a.(DriverAccounter); ok && acct.DriverLedger() != nil {
@@ -131,7 +140,10 @@ func replay(p *Prepared, a Allocator, series, kindsFrom int) (*Run, error) {
 		rp.stride = max(1, len(p.ops)/series)
 		rp.run.Series = make([]Point, 0, series+1)
 	}
+	runtime.LockOSThread() // one thread's CPU clock times the iterations
+	defer runtime.UnlockOSThread()
 	start := time.Now()
+	rp.iterStart = threadCPU()
 	for i, o := range p.ops {
 		if err := rp.step(i, o); err != nil {
 			rp.run.Elapsed = time.Since(start)
@@ -176,6 +188,10 @@ type replayer struct {
 	ledger           *DriverLedger        // a's, if it keeps one
 	lastTime         time.Duration        // ledger.Time() when the iteration in progress began
 	steadyTallyStart map[string]CallTally // ledger's figures when steady state began
+
+	iterStart time.Duration // threadCPU() when the iteration in progress began
+	lastWall  time.Duration // ledger.Wall() then
+	lastPairs int           // run.Pairs then
 
 	stride int   // events per sample; 0 = no samples
 	sample Point // the sample being gathered
@@ -233,6 +249,18 @@ func (rp *replayer) startSteady() {
 // closeIteration books the driver calls, and their estimated time, since the iteration in
 // progress began.
 func (rp *replayer) closeIteration() {
+	now := threadCPU()
+	cpu := now - rp.iterStart
+	if rp.ledger != nil {
+		wall := rp.ledger.Wall()
+		cpu = max(0, cpu-(wall-rp.lastWall))
+		rp.lastWall = wall
+	}
+	if rp.iter >= 0 {
+		rp.run.IterCPU[rp.iter] += cpu
+		rp.run.IterPairs[rp.iter] += rp.run.Pairs - rp.lastPairs
+	}
+	rp.iterStart, rp.lastPairs = now, rp.run.Pairs
 	calls := rp.a.DriverCalls()
 	book(&rp.run.SetupCalls, rp.run.IterCalls, rp.iter, calls-rp.lastCalls)
 	rp.lastCalls = calls
@@ -276,11 +304,14 @@ func (rp *replayer) steadyByKind() {
 	}
 	if rp.steadyTallyStart != nil {
 		rp.run.SteadyMsByKind = make(map[string]float64)
+		var handles uint64
 		for kind, c := range rp.ledger.Tally() {
 			if d := c.Time - rp.steadyTallyStart[kind].Time; d > 0 {
 				rp.run.SteadyMsByKind[kind] = *msMean(d, rp.steadyIters)
 			}
+			handles += c.Handles - rp.steadyTallyStart[kind].Handles
 		}
+		rp.run.SteadyHandles = float64(handles) / float64(rp.steadyIters)
 	}
 }
 
@@ -292,6 +323,33 @@ func (r *Run) MsPerIteration(from, to int) (mean float64, ok bool) {
 		return 0, false
 	}
 	return *msMean(sum, n), true
+}
+
+// MsMax is the largest IterTime of the iterations numbered in [from, to), in milliseconds; ok is
+// false when the run has none there or is not Timed.
+func (r *Run) MsMax(from, to int) (largest float64, ok bool) {
+	for it, v := range r.IterTime {
+		if it >= from && it < to {
+			largest, ok = max(largest, float64(v)/float64(time.Millisecond)), true
+		}
+	}
+	return largest, ok
+}
+
+// NsPerPair is the allocator's own time (IterCPU) per allocation over the iterations numbered in
+// [from, to); ok is false when they made no allocation.
+func (r *Run) NsPerPair(from, to int) (ns float64, ok bool) {
+	cpu, _ := sumOver(r.IterCPU, from, to)
+	var pairs int
+	for it, n := range r.IterPairs {
+		if it >= from && it < to {
+			pairs += n
+		}
+	}
+	if pairs == 0 {
+		return 0, false
+	}
+	return float64(cpu.Nanoseconds()) / float64(pairs), true
 }
 
 // CallsPerIteration averages IterCalls over the iterations numbered in [from, to); ok is false when

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -215,4 +216,31 @@ func allocatorNames(t *testing.T, out string) []string {
 		names = append(names, row["allocator"].(string))
 	}
 	return names
+}
+
+// The targets table judges each gmlake variant against the trace's step, the pool's ns/pair and
+// PyTorch expandable's capacity; a trace without a step has no driver-time target.
+func TestWriteTargets(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	reports := map[string][]bench.Report{
+		"a.trace.gz": {
+			{Trace: "a.trace.gz", Allocator: "gmlake", PeakActive: 100 * bench.MiB, SteadyDriverMsMax: f(0.5),
+				WarmupDriverMsMax: f(20), CapacityOverActive: f(1.004), SteadyNsPerPair: f(1200),
+				Convergence: &bench.Convergence{Repetitions: 4}},
+			{Trace: "a.trace.gz", Allocator: "gorgonia", PeakActive: 100 * bench.MiB, SteadyNsPerPair: f(1000)},
+		},
+		"b.trace.gz": {
+			{Trace: "b.trace.gz", Allocator: "gmlake", PeakActive: 100 * bench.MiB, SteadyDriverMsMax: f(3),
+				WarmupDriverMsMax: f(5), CapacityOverActive: f(1.009), SteadyNsPerPair: f(2000),
+				Convergence: &bench.Convergence{Repetitions: 4, ConvergedCallsPerIter: 2}},
+			{Trace: "b.trace.gz", Allocator: "gorgonia", PeakActive: 100 * bench.MiB, SteadyNsPerPair: f(1000)},
+		},
+	}
+	anchors := []bench.Anchor{{Trace: "b.trace.gz", Allocator: "pytorch-expandable", MinCapacity: 100*bench.MiB + bench.MiB/2}}
+	var b strings.Builder
+	writeTargets(&b, []string{"a.trace.gz", "b.trace.gz"}, reports, anchors, map[string]float64{"a": 0.1})
+	out := b.String()
+	assert.Contains(t, out, "| a.trace.gz | gmlake | 100.0 | 0.50 <= 1.0 | **20.0 > 10.0** | 1.0040 <= 1.0100 | 0.0 | 3 of 4 (not warm-up) | 1200 / 1000 = 1.20x <= 1.5 |")
+	assert.Contains(t, out, "| b.trace.gz | gmlake | - | 3.0 | 5.0 | **1.0090 > 1.0050 (expandable)** | **2.0** | 0 of 2 (not capacity, converged) | **2000 / 1000 = 2.00x > 1.5** |")
+	assert.NotContains(t, out, "| gorgonia |", "only gmlake variants have targets")
 }

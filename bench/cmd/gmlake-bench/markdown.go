@@ -14,19 +14,19 @@ import (
 )
 
 // writeMarkdownFile writes the report that `make bench` commits as bench/RESULTS.md.
-func writeMarkdownFile(path string, reports []bench.Report, anchors []bench.Anchor, traces []string) error {
+func writeMarkdownFile(path string, reports []bench.Report, anchors []bench.Anchor, steps map[string]float64, traces []string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := writeMarkdown(f, reports, anchors, traces); err != nil {
+	if err := writeMarkdown(f, reports, anchors, steps, traces); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
 }
 
-func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, traces []string) error {
+func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, steps map[string]float64, traces []string) error {
 	host, _ := os.Hostname()
 	var b strings.Builder
 	repeat := repetitionsOf(reports)
@@ -68,19 +68,16 @@ func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, 
 		"cost, not the trace's). **steady its** = forced / novel / all steady iterations; **calls/iter forced / unforced** "+
 		"splits steady calls per iteration between the forced iterations and the others, in which no allocator is bound "+
 		"to call the driver.\n", bench.FragmentationTarget, 100*bench.FragmentationTarget)
-	b.WriteString("- **driver ms/iter (H200 costs)**: estimated device time of the driver calls per steady iteration, at the " +
-		"costs measured on the project's NVIDIA H200 (`../shared/GPU.md`, 2026-11-29; `bench.H200`), from each call's kind " +
-		"and bytes. Per 2 MiB chunk a call covers: cuMemCreate 9 µs, cuMemMap 1.3 µs, cuMemSetAccess 27 µs, cuMemUnmap " +
-		"22.1 µs (34 ms to unmap and free a 3 GiB stitched range, over its 1536 chunks), cuMemRelease 3.3 µs (26 ms to " +
-		"free 2 GiB mapped as 1024 chunks, less the unmap's share). Per call: cuMemAddressReserve 17 µs; cuMemAlloc " +
-		"0.25 ms up to 2 MiB and 0.13 ms from 2 GiB, linear in log2(size) between (both measured); cuMemFree 0.6 ms " +
-		"(measured at 2 GiB only, used for every size). Events, synchronize and memory queries cost nothing here. The " +
-		"simulated devices take no time: this is what the same calls would cost on the GPU, from one run's figures. Against " +
-		"GPU.md's composite measurements the model overestimates VMM work by 20-40%, but against the time `gpu-replay` " +
-		"measured in the driver on the same H200 (gmlake replaying these traces, same calls) it underestimates: steady " +
-		"iterations took 1.3-1.9 times the figures here (cuMemSetAccess about 35-47 µs per chunk, cuMemCreate 2-3.6 times " +
-		"its figure). Read them as an order of magnitude, more likely low than high. **ms/iter novel / repeat** splits it " +
-		"as the calls (`--json` also has forced / unforced, and milliseconds by call kind).\n")
+	fmt.Fprintf(&b, "- **driver ms/iter (H200 costs)**: estimated device time of the driver calls per steady iteration, at the "+
+		"costs measured on the project's NVIDIA H200 (`bench.H200`). A VMM call costs per physical handle it touches, plus a "+
+		"part per byte of each: cuMemCreate %s, cuMemMap %s, cuMemSetAccess %s and cuMemUnmap %s for each handle mapped in "+
+		"the range they are given, cuMemRelease %s (least-squares fits to `../shared/GPU.md`'s per-handle table of "+
+		"2026-12-01, handles of 2 MiB to 1 GiB, residuals within 12%% but for a 2 MiB map). Per call: cuMemAddressReserve "+
+		"and cuMemAddressFree 17 µs; cuMemAlloc 0.25 ms up to 2 MiB and 0.13 ms from 2 GiB, linear in log2(size) between; "+
+		"cuMemFree 0.6 ms. Events, synchronize and memory queries cost nothing here. The simulated devices take no time: "+
+		"this is what the same calls would cost on the GPU; `gpu-replay` measures them there. **ms/iter novel / repeat** "+
+		"splits it as the calls (`--json` also has forced / unforced, milliseconds by call kind, handles touched, and "+
+		"every iteration's figure).\n", bench.H200.Create, bench.H200.Map, bench.H200.SetAccess, bench.H200.Unmap, bench.H200.Release)
 	if repeat > 0 {
 		fmt.Fprintf(&b, "- **converged**: the iterations (from the first `i` marker to the end) replayed %d times in a row "+
 			"through a fresh allocator, the setup once, allocations the trace never frees (weights, optimizer state) made "+
@@ -98,6 +95,7 @@ func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, 
 	for _, path := range traces {
 		names = append(names, filepath.Base(path))
 	}
+	writeTargets(&b, names, byTrace, anchors, steps)
 	writeSummary(&b, names, byTrace, anchors)
 	writeDriverTime(&b, names, byTrace)
 	writeDetail(&b, names, byTrace, anchors)
@@ -355,4 +353,152 @@ func bindingCause(msg string) string {
 			bench.FormatBytes(largest), bench.FormatBytes(reach))
 	}
 	return cause
+}
+
+// The targets each gmlake variant is judged by, per trace: driver time against PyTorch's step,
+// CPU time against the Gorgonia pool's in the same run, capacity against PyTorch's expandable
+// segments.
+const (
+	targetSteadyOfStep = 0.01 // steady_driver_ms_max <= 1% of the step
+	targetWarmupOfStep = 0.10 // warmup_driver_ms_max <= 10% of the step
+	targetNsOfPool     = 1.5  // steady_ns_per_pair <= 1.5 x gorgonia's
+	targetCapacity     = 1.01 // capacity / peak active <= min(1.01, PyTorch expandable's)
+)
+
+// writeTargets: one row per (trace, gmlake variant), each figure against its target. Every figure
+// but ns/pair is deterministic; ns/pair is wall time, in its own column.
+func writeTargets(b *strings.Builder, names []string, byTrace map[string][]bench.Report, anchors []bench.Anchor,
+	steps map[string]float64) {
+	fmt.Fprintf(b, "## Targets\n\nPer trace and gmlake variant, from this run: **steady** = the largest estimated driver time "+
+		"of any steady iteration (iterations %[1]d on, single pass, no repetition) against %[2]g%% of PyTorch's training "+
+		"step on the H200 (`pytorch-steps.jsonl`); **warm-up** = the same over iterations 0-%[3]d against %[4]g%%; "+
+		"**capacity** = min capacity / peak active against min(%[5]g, PyTorch expandable segments' min capacity over the "+
+		"same peak active); **converged** = driver calls per iteration in the last repetition against 0; **met** counts "+
+		"those four. **ns/pair** (wall time on this machine, so not in **met**): the engine's own CPU time per "+
+		"alloc+free pair in the steady iterations of the single pass (time inside the simulated driver taken out) "+
+		"against %[6]g x the Gorgonia pool's in the same run. A trace without a recorded step has no driver-time "+
+		"target.\n\n", bench.SteadyFrom, 100*targetSteadyOfStep, bench.SteadyFrom-1, 100*targetWarmupOfStep,
+		targetCapacity, targetNsOfPool)
+	b.WriteString("| trace | allocator | PyTorch step (ms) | steady (ms) | warm-up (ms) | capacity | converged | met | ns/pair |\n" +
+		"|---|---|---:|---:|---:|---:|---:|---|---:|\n")
+	for _, n := range names {
+		var pool *bench.Report
+		var active uint64
+		for i, r := range byTrace[n] {
+			if r.Allocator == "gorgonia" && r.Error == "" {
+				pool = &byTrace[n][i]
+			}
+			active = max(active, r.PeakActive)
+		}
+		capTarget, capFrom := targetCapacity, ""
+		for _, a := range anchorsFor(n, anchors) {
+			if a.Allocator == "pytorch-expandable" && active > 0 {
+				if v := float64(a.MinCapacity) / float64(active); v < capTarget {
+					capTarget, capFrom = v, " (expandable)"
+				}
+			}
+		}
+		step, hasStep := steps[bench.TraceStem(n)]
+		for _, r := range byTrace[n] {
+			if !strings.HasPrefix(r.Allocator, "gmlake") {
+				continue
+			}
+			if r.Error != "" {
+				fmt.Fprintf(b, "| %s | %s | error: %s |||||||\n", n, r.Allocator, strings.ReplaceAll(r.Error, "|", "/"))
+				continue
+			}
+			var checks []targetCheck
+			stepCell := "-"
+			if hasStep {
+				stepCell = fmt.Sprintf("%.1f", 1000*step)
+			}
+			checks = append(checks, msCheck("steady", r.SteadyDriverMsMax, 1000*step*targetSteadyOfStep, hasStep),
+				msCheck("warm-up", r.WarmupDriverMsMax, 1000*step*targetWarmupOfStep, hasStep))
+			capCheck := targetCheck{name: "capacity", cell: "-"}
+			if r.CapacityOverActive != nil {
+				capCheck.applies, capCheck.met = true, *r.CapacityOverActive <= capTarget
+				capCheck.cell = fmt.Sprintf("%.4f %s %.4f%s", *r.CapacityOverActive, verdict(capCheck.met, "<=", ">"), capTarget, capFrom)
+				if !capCheck.met {
+					capCheck.cell = "**" + capCheck.cell + "**"
+				}
+			}
+			convCheck := targetCheck{name: "converged", cell: "-"}
+			if r.Convergence != nil {
+				convCheck.applies, convCheck.met = true, r.ConvergedCallsPerIter == 0
+				convCheck.cell = fmt.Sprintf("%.1f", r.ConvergedCallsPerIter)
+				if !convCheck.met {
+					convCheck.cell = "**" + convCheck.cell + "**"
+				}
+			}
+			checks = append(checks, capCheck, convCheck)
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", n, r.Allocator, stepCell, checks[0].cell,
+				checks[1].cell, checks[2].cell, checks[3].cell, metCell(checks), nsCell(r, pool))
+		}
+	}
+	b.WriteString("\n")
+}
+
+// targetCheck is one figure against its target.
+type targetCheck struct {
+	name         string
+	applies, met bool
+	cell         string
+}
+
+func msCheck(name string, v *float64, limit float64, hasLimit bool) targetCheck {
+	c := targetCheck{name: name, cell: ms(v)}
+	if v == nil || !hasLimit {
+		return c
+	}
+	c.applies, c.met = true, *v <= limit
+	c.cell = fmt.Sprintf("%s %s %s", ms(v), verdict(c.met, "<=", ">"), ms(&limit))
+	if !c.met {
+		c.cell = "**" + c.cell + "**"
+	}
+	return c
+}
+
+func verdict(met bool, yes, no string) string {
+	if met {
+		return yes
+	}
+	return no
+}
+
+// metCell is "N of M", with the names of the targets missed.
+func metCell(checks []targetCheck) string {
+	var n, of int
+	var missed []string
+	for _, c := range checks {
+		if !c.applies {
+			continue
+		}
+		of++
+		if c.met {
+			n++
+		} else {
+			missed = append(missed, c.name)
+		}
+	}
+	if len(missed) == 0 {
+		return fmt.Sprintf("%d of %d", n, of)
+	}
+	return fmt.Sprintf("%d of %d (not %s)", n, of, strings.Join(missed, ", "))
+}
+
+// nsCell is the engine's steady ns/pair against the pool's.
+func nsCell(r bench.Report, pool *bench.Report) string {
+	if r.SteadyNsPerPair == nil {
+		return "-"
+	}
+	if pool == nil || pool.SteadyNsPerPair == nil || *pool.SteadyNsPerPair == 0 {
+		return fmt.Sprintf("%.0f", *r.SteadyNsPerPair)
+	}
+	x := *r.SteadyNsPerPair / *pool.SteadyNsPerPair
+	cell := fmt.Sprintf("%.0f / %.0f = %.2fx %s %g", *r.SteadyNsPerPair, *pool.SteadyNsPerPair, x,
+		verdict(x <= targetNsOfPool, "<=", ">"), targetNsOfPool)
+	if x > targetNsOfPool {
+		cell = "**" + cell + "**"
+	}
+	return cell
 }

@@ -27,6 +27,7 @@ type replayCmd struct {
 	Plot         string        `type:"path" placeholder:"DIR" help:"Write a PNG per trace of active and reserved bytes over the trace."`
 	Markdown     string        `type:"path" placeholder:"FILE" help:"Write a markdown report, with PyTorch's figures from --anchors beside ours."`
 	Anchors      string        `type:"existingfile" placeholder:"FILE" help:"PyTorch's measured figures (pytorch-anchors.jsonl)."`
+	Steps        []string      `type:"existingfile" sep:"," placeholder:"FILE,..." help:"PyTorch's training step per trace (pytorch-steps.jsonl), the driver-time targets of --markdown."`
 	Repeat       int           `default:"0" placeholder:"N" help:"Also replay the iterations N times in a row (resident allocations once) and report driver calls per iteration in the last repetition; 0 = off."`
 	GrowthSlack  []float64     `sep:"," placeholder:"F,..." help:"Also replay gmlake with stitch.WithGrowthSlack(F), as gmlake/slack=F: headroom traded for fewer driver calls (needs gmlake in --allocators)."`
 	WarmupGrowth []bench.Bytes `name:"warmup-growth" sep:"," placeholder:"BYTES,..." help:"Also replay gmlake with stitch.WithWarmupGrowth(BYTES), as gmlake/warmup=BYTES: growth in large steps until an iteration is remembered (needs gmlake in --allocators)."`
@@ -69,6 +70,10 @@ func (c *replayCmd) Run(stdout io.Writer) error {
 			return err
 		}
 	}
+	steps, err := bench.ReadSteps(c.Steps...)
+	if err != nil {
+		return err
+	}
 	traces := make([]*bench.Prepared, 0, len(c.Traces))
 	for _, path := range c.Traces {
 		t, err := bench.Load(path)
@@ -96,7 +101,7 @@ func (c *replayCmd) Run(stdout io.Writer) error {
 		}
 	}
 	if c.Markdown != "" {
-		if err := writeMarkdownFile(c.Markdown, reports, anchors, c.Traces); err != nil {
+		if err := writeMarkdownFile(c.Markdown, reports, anchors, steps, c.Traces); err != nil {
 			return err
 		}
 	}

@@ -23,11 +23,11 @@ func writeTable(w io.Writer, reports []bench.Report, cols tableColumns) error {
 		header += "min capacity\tcap/active\t"
 	}
 	header += "setup calls\twarm-up calls/it\tsteady calls/it\tsteady its forced/novel/all\tcalls/it forced/unforced\t" +
-		"calls/it novel/repeat\tdriver ms/it (H200)\tms/it novel/repeat\t"
+		"calls/it novel/repeat\tdriver ms/it (H200)\tms/it novel/repeat\tmax ms/it warm-up/steady\t"
 	if cols.repeat {
 		header += "converged calls/it\tconverged after\t"
 	}
-	header += "ns/pair\t"
+	header += "ns/pair\tsteady ns/pair\t"
 	if cols.capped {
 		header += "OOM at capacity\t"
 	}
@@ -41,12 +41,13 @@ func writeTable(w io.Writer, reports []bench.Report, cols tableColumns) error {
 		if cols.minCapacity {
 			fmt.Fprintf(tw, "%s\t%s\t", gibPtr(r.MinCapacity, r.MinCapacityExact), ratio(r.CapacityOverActive))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", r.SetupDriverCalls, calls(r.WarmupDriverCallsPerIter),
-			calls(r.SteadyDriverCallsPerIter), steadyIters(r), forcedCalls(r), novelCalls(r), ms(r.SteadyDriverMsPerIter), novelMs(r))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s / %s\t", r.SetupDriverCalls, calls(r.WarmupDriverCallsPerIter),
+			calls(r.SteadyDriverCallsPerIter), steadyIters(r), forcedCalls(r), novelCalls(r), ms(r.SteadyDriverMsPerIter), novelMs(r),
+			ms(r.WarmupDriverMsMax), ms(r.SteadyDriverMsMax))
 		if cols.repeat {
 			fmt.Fprintf(tw, "%s\t%s\t", convergedCalls(r), convergedAfter(r))
 		}
-		fmt.Fprintf(tw, "%.0f\t", r.NsPerPair)
+		fmt.Fprintf(tw, "%.0f\t%s\t", r.NsPerPair, nsPtr(r.SteadyNsPerPair))
 		if cols.capped {
 			fmt.Fprintf(tw, "%s\t", oomText(r))
 		}
@@ -141,4 +142,11 @@ func oomText(r bench.Report) string {
 		return "no"
 	}
 	return fmt.Sprintf("event %d (iter %d, %s asked)", r.OOMAt.Event, r.OOMAt.Iteration, bench.FormatBytes(r.OOMAt.Requested))
+}
+
+func nsPtr(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", *v)
 }

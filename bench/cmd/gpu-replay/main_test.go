@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -91,6 +92,28 @@ func TestSimOnlyRun(t *testing.T) {
 		}
 		assert.Equal(t, f.DriverCalls, sum, "%s: calls by kind add up", name)
 	}
+
+	// Per iteration, measured: the time in calls adds up to the phases', the largest of each
+	// phase is its maximum, and the own time per pair is there.
+	require.Len(t, engine.DriverMsPerIter, 7)
+	var warm, stead float64
+	for i, v := range engine.DriverMsPerIter {
+		if i < 3 {
+			warm += v
+		} else {
+			stead += v
+		}
+	}
+	assert.InDelta(t, float64(ph["warmup"].DriverNs)/1e6, warm, 1e-6)
+	assert.InDelta(t, float64(ph["steady"].DriverNs)/1e6, stead, 1e-6)
+	require.NotNil(t, engine.WarmupDriverMsMax)
+	require.NotNil(t, engine.SteadyDriverMsMax)
+	assert.Equal(t, slices.Max(engine.DriverMsPerIter[:3]), *engine.WarmupDriverMsMax)
+	assert.Equal(t, slices.Max(engine.DriverMsPerIter[3:]), *engine.SteadyDriverMsMax)
+	require.NotNil(t, engine.SteadyNsPerPair)
+	assert.Positive(t, *engine.SteadyNsPerPair)
+	assert.LessOrEqual(t, *engine.SteadyNsPerPair, ph["steady"].NsPerPair, "own time is part of the wall time")
+	require.NotNil(t, pool.SteadyNsPerPair)
 
 	assert.GreaterOrEqual(t, bisect.MinCapacity, engine.PeakActive)
 	assert.LessOrEqual(t, bisect.MinCapacity, roundUp(engine.PeakReserved, granularity))

@@ -40,28 +40,50 @@ func (p phaser) of(iter int) phase {
 	return steady
 }
 
-// callClock counts device calls and the time spent in them, per phase. The replay moves it from
-// phase to phase at iteration markers.
+// callClock counts device calls and the time spent in them, per phase and per iteration. The
+// replay moves it from phase to phase, and iteration to iteration, at iteration markers.
 type callClock struct {
-	now   phase
-	calls [numPhases]uint64
-	nanos [numPhases]int64
+	now    phase
+	iter   int    // iteration in progress, -1 before the first marker
+	phases phaser // how iterations map to phases
+	calls  [numPhases]uint64
+	nanos  [numPhases]int64
+	// iterNanos: time in calls in each iteration, by iteration number.
+	iterNanos map[int]int64
 	// Per driver call kind, for stitch.Driver calls (a bench.Device's calls have no kind).
 	kindCalls [numPhases][stitch.NumCallKinds]uint64
 	kindNanos [numPhases][stitch.NumCallKinds]int64
 }
 
 func (c *callClock) time(start time.Time) {
+	ns := time.Since(start).Nanoseconds()
 	c.calls[c.now]++
-	c.nanos[c.now] += time.Since(start).Nanoseconds()
+	c.nanos[c.now] += ns
+	c.inIteration(ns)
 }
 
 func (c *callClock) timeKind(k stitch.CallKind, start time.Time) {
 	ns := time.Since(start).Nanoseconds()
 	c.calls[c.now]++
 	c.nanos[c.now] += ns
+	c.inIteration(ns)
 	c.kindCalls[c.now][k]++
 	c.kindNanos[c.now][k] += ns
+}
+
+// phaseOf is the phase of iteration it under the clock's phaser.
+func (c *callClock) phaseOf(it int) phase { return c.phases.of(it) }
+
+// inIteration books ns to the iteration in progress (none in the setup, which includes the
+// allocator's construction, before the replay sets iter).
+func (c *callClock) inIteration(ns int64) {
+	if c.now == setup || c.iter < 0 {
+		return
+	}
+	if c.iterNanos == nil {
+		c.iterNanos = make(map[int]int64)
+	}
+	c.iterNanos[c.iter] += ns
 }
 
 // timedDriver is a stitch.Driver that times every call of the driver it wraps.

@@ -74,6 +74,10 @@ type result struct {
 	iters        [numPhases]int
 	pairs        [numPhases]int           // allocations made in each phase
 	wall         [numPhases]time.Duration // wall time of each phase's events
+	// Iteration numbers in marker order, and each one's allocations and wall time.
+	iterOrder []int
+	iterPairs map[int]int
+	iterWall  map[int]time.Duration
 }
 
 // replay runs p through a, moving clock from phase to phase at iteration markers. Out of memory
@@ -81,13 +85,21 @@ type result struct {
 // allocator's Reserved is read after every allocation (cheap for the baselines; the engine reports
 // its own peak). limit > 0 stops the replay after about that long (result.partial).
 func replay(p *prepared, a bench.Allocator, clock *callClock, st *streams, trackReserved bool, limit time.Duration) (*result, error) {
-	r := &result{}
+	begin := time.Now()
+	start := begin
+	r := &result{iterPairs: make(map[int]int), iterWall: make(map[int]time.Duration)}
 	ptrs := make([]uintptr, p.slots)
 	var active uint64
 	iter, cur := -1, setup
-	clock.now = cur
-	begin := time.Now()
-	start := begin
+	clock.now, clock.iter, clock.phases = cur, iter, p.phases
+	// closePart books the wall time since start to the phase and the iteration in progress.
+	closePart := func(now time.Time) {
+		d := now.Sub(start)
+		r.wall[cur] += d
+		if iter >= 0 {
+			r.iterWall[iter] += d
+		}
+	}
 	for i, o := range p.ops {
 		switch o.kind {
 		case trace.Alloc:
@@ -97,7 +109,7 @@ func replay(p *prepared, a bench.Allocator, clock *callClock, st *streams, track
 			}
 			ptr, err := a.Alloc(o.size, s)
 			if err != nil {
-				r.wall[cur] += time.Since(start)
+				closePart(time.Now())
 				r.events = i
 				if errors.Is(err, bench.ErrOutOfMemory) {
 					r.oom = &bench.OOMEvent{Event: i, Iteration: iter, Requested: o.size, Active: active,
@@ -113,33 +125,37 @@ func replay(p *prepared, a bench.Allocator, clock *callClock, st *streams, track
 				r.peakReserved = max(r.peakReserved, a.Reserved())
 			}
 			r.pairs[cur]++
+			if iter >= 0 {
+				r.iterPairs[iter]++
+			}
 		case trace.Free:
 			if err := a.Free(ptrs[o.slot], o.size); err != nil {
-				r.wall[cur] += time.Since(start)
+				closePart(time.Now())
 				r.events = i
 				return r, fmt.Errorf("%s: %s: event %d: free %d bytes: %w", p.name, a.Name(), i, o.size, err)
 			}
 			active -= o.size
 		case trace.Iter:
 			now := time.Now()
-			r.wall[cur] += now.Sub(start)
+			closePart(now)
 			start = now
 			iter = int(o.slot)
 			cur = p.phases.of(iter)
-			clock.now = cur
+			clock.now, clock.iter = cur, iter
+			r.iterOrder = append(r.iterOrder, iter)
 			r.iters[cur]++
 			if m, ok := a.(bench.IterationMarker); ok {
 				m.MarkIteration() // as gmlake-bench does: gmlake replays a recurring shape's placements
 			}
 		}
 		if limit > 0 && i%256 == 255 && time.Since(begin) > limit {
-			r.wall[cur] += time.Since(start)
+			closePart(time.Now())
 			r.events = i + 1
 			r.partial = true
 			return r, nil
 		}
 	}
-	r.wall[cur] += time.Since(start)
+	closePart(time.Now())
 	r.events = len(p.ops)
 	return r, nil
 }

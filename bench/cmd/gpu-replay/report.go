@@ -53,9 +53,19 @@ type record struct {
 	MinCapacityExact   bool    `json:"min_capacity_exact,omitempty"`
 	CapacityOverActive float64 `json:"capacity_over_active,omitempty"`
 
-	Phases   map[string]phaseFigures `json:"phases,omitempty"`
-	Outcomes map[string]uint64       `json:"outcomes,omitempty"` // gmlake: requests per outcome
-	Calls    map[string]uint64       `json:"calls,omitempty"`    // gmlake: driver calls per kind
+	Phases map[string]phaseFigures `json:"phases,omitempty"`
+	// Measured per iteration (in marker order): milliseconds inside the allocator's device calls.
+	// The largest over the steady iterations (bench.SteadyFrom on, single pass) and over the
+	// warm-up ones (0 .. bench.SteadyFrom-1); and the allocator's own time per alloc+free pair over
+	// the steady iterations: their wall time less the time inside device calls, per allocation.
+	// The same three figures as gmlake-bench's (estimated there, measured here).
+	DriverMsPerIter   []float64 `json:"driver_ms_per_iter,omitempty"`
+	SteadyDriverMsMax *float64  `json:"steady_driver_ms_max,omitempty"`
+	WarmupDriverMsMax *float64  `json:"warmup_driver_ms_max,omitempty"`
+	SteadyNsPerPair   *float64  `json:"steady_ns_per_pair,omitempty"`
+
+	Outcomes map[string]uint64 `json:"outcomes,omitempty"` // gmlake: requests per outcome
+	Calls    map[string]uint64 `json:"calls,omitempty"`    // gmlake: driver calls per kind
 
 	DeviceFreeBefore uint64 `json:"device_free_before,omitempty"` // cuMemGetInfo free before the run
 	DeviceFreeAfter  uint64 `json:"device_free_after,omitempty"`  // and after the allocator closed
@@ -90,6 +100,37 @@ func (rec *record) fill(r *result, clock *callClock) {
 			}
 		}
 		rec.Phases[phaseNames[ph]] = f
+	}
+	rec.fillIterations(r, clock)
+}
+
+// fillIterations fills the per-iteration figures and the largest of the warm-up and steady ones.
+func (rec *record) fillIterations(r *result, clock *callClock) {
+	var ownNs, driverNs int64
+	var pairs int
+	for _, it := range r.iterOrder {
+		driverMs := float64(clock.iterNanos[it]) / 1e6
+		rec.DriverMsPerIter = append(rec.DriverMsPerIter, driverMs)
+		var into **float64
+		switch clock.phaseOf(it) {
+		case warmup:
+			into = &rec.WarmupDriverMsMax
+		case steady:
+			into = &rec.SteadyDriverMsMax
+			ownNs += r.iterWall[it].Nanoseconds()
+			driverNs += clock.iterNanos[it]
+			pairs += r.iterPairs[it]
+		default:
+			continue
+		}
+		if *into == nil || driverMs > **into {
+			v := driverMs
+			*into = &v
+		}
+	}
+	if pairs > 0 {
+		v := float64(max(0, ownNs-driverNs)) / float64(pairs)
+		rec.SteadyNsPerPair = &v
 	}
 }
 
