@@ -7,7 +7,10 @@
 // replays the trace (bisected to 2 MiB on the simulator) and whether the real GPU run succeeds at
 // exactly that capacity and fails 2 MiB below it; driver calls and the time spent in them before
 // the first iteration (setup), in warm-up iterations (0..2) and in steady-state iterations (3 on);
-// and wall time per alloc+free pair in steady state. Gorgonia's arena is the high-water mark of
+// and wall time per alloc+free pair in steady state. Per iteration it reports the time measured
+// inside the allocator's device calls, and the largest of it over the warm-up and the steady
+// iterations; with --steps (PyTorch's step per trace) a table judges those against the step, and
+// the engine's own time per pair (wall time less the time in calls) against the pool's. Gorgonia's arena is the high-water mark of
 // the same algorithm on the simulator, so its run checks that real memory behaves the same.
 //
 //	gpu-replay [--dir .gpu/traces] [--allocators gmlake,gorgonia,direct] [--sim FILE | --sim-only]
@@ -51,6 +54,7 @@ type cli struct {
 	DirectLimit time.Duration `default:"30s" help:"Stop each direct cuMemAlloc replay after this long."`
 	BisectLimit time.Duration `default:"120s" help:"Stop each bisection after this long (the bound so far is reported)."`
 	Below       bool          `default:"true" negatable:"" help:"Also replay on the GPU 2 MiB below the minimum capacity (expects out-of-memory)."`
+	Steps       []string      `sep:"," placeholder:"FILE,..." help:"PyTorch's training step per trace (pytorch-steps.jsonl): the markdown then judges the measured driver time against it."`
 	Repeat      int           `default:"1" help:"With N > 1, also replay gmlake (GPU and simulator, no capacity limit) over the iterations repeated N times in a row; the last repetition is reported on its own."`
 }
 
@@ -70,6 +74,10 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 		return err
 	}
 	prior, err := readSim(c.Sim)
+	if err != nil {
+		return err
+	}
+	steps, err := bench.ReadSteps(c.Steps...)
 	if err != nil {
 		return err
 	}
@@ -139,6 +147,7 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 	var table strings.Builder
 	markdown(&table, recs, header)
 	markdownRepeated(&table, recs)
+	markdownTargets(&table, recs, steps)
 	fmt.Fprint(stderr, table.String())
 	if c.Markdown != "" {
 		if err := os.WriteFile(c.Markdown, []byte(table.String()), 0o644); err != nil {

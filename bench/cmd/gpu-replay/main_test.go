@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -181,4 +182,21 @@ func readRecords(path string) ([]record, error) {
 		recs = append(recs, r)
 	}
 	return recs, nil
+}
+
+// The targets table: the measured steady and warm-up maxima against 1% and 10% of the step, the
+// engine's own ns/pair against the pool's on the GPU, the GPU's peak reserved against the sim's.
+func TestMarkdownTargets(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	recs := []record{
+		{Trace: "a.trace.gz", Allocator: "gmlake", Driver: "sim", Run: "uncapped", PeakReserved: 1 << 30},
+		{Trace: "a.trace.gz", Allocator: "gmlake", Driver: "cuda", Run: "uncapped", PeakReserved: 1 << 30,
+			SteadyDriverMsMax: f(0.5), WarmupDriverMsMax: f(30), SteadyNsPerPair: f(1200)},
+		{Trace: "a.trace.gz", Allocator: "gorgonia", Driver: "cuda", Run: "arena", SteadyNsPerPair: f(1000)},
+		{Trace: "b.trace.gz", Allocator: "gmlake", Driver: "sim", Run: "uncapped", PeakReserved: 1 << 30},
+	}
+	var b strings.Builder
+	markdownTargets(&b, recs, map[string]float64{"a": 0.2})
+	assert.Contains(t, b.String(), "| a | 200.0 | 0.50 <= 2.00 | **30.00 > 20.00** | 1200 / 1000 = 1.20x <= 1.5 | 1.00 / 1.00 (equal) |")
+	assert.NotContains(t, b.String(), "| b |", "no GPU run of b")
 }

@@ -311,3 +311,78 @@ func yesNo(b bool) string {
 	}
 	return "no"
 }
+
+// markdownTargets writes, per trace with a GPU run of gmlake, the measured figures against the
+// targets: the largest steady iteration's driver time <= 1% of PyTorch's step, the largest warm-up
+// iteration's <= 10%, the engine's own ns per pair <= 1.5 x the pool's on the GPU, and the GPU's
+// peak reserved against the simulator's.
+func markdownTargets(w io.Writer, recs []record, steps map[string]float64) {
+	find := func(trace, alloc, driver, run string) *record {
+		for i := range recs {
+			if r := &recs[i]; r.Trace == trace && r.Allocator == alloc && r.Driver == driver && r.Run == run && r.Error == "" {
+				return r
+			}
+		}
+		return nil
+	}
+	var rows []string
+	var traces []string
+	for _, r := range recs {
+		if len(traces) == 0 || traces[len(traces)-1] != r.Trace {
+			traces = append(traces, r.Trace)
+		}
+	}
+	for _, t := range traces {
+		g := find(t, "gmlake", "cuda", "uncapped")
+		if g == nil {
+			continue
+		}
+		step, hasStep := steps[bench.TraceStem(t)]
+		stepCell, steadyCell, warmCell := "–", msCell(g.SteadyDriverMsMax, 0, false), msCell(g.WarmupDriverMsMax, 0, false)
+		if hasStep {
+			stepCell = fmt.Sprintf("%.1f", 1000*step)
+			steadyCell = msCell(g.SteadyDriverMsMax, 10*step, true) // 1% of the step, in ms
+			warmCell = msCell(g.WarmupDriverMsMax, 100*step, true)  // 10%
+		}
+		nsCell := "–"
+		if pool := find(t, "gorgonia", "cuda", "arena"); g.SteadyNsPerPair != nil && pool != nil && pool.SteadyNsPerPair != nil && *pool.SteadyNsPerPair > 0 {
+			x := *g.SteadyNsPerPair / *pool.SteadyNsPerPair
+			nsCell = fmt.Sprintf("%.0f / %.0f = %.2fx %s 1.5", *g.SteadyNsPerPair, *pool.SteadyNsPerPair, x, map[bool]string{true: "<=", false: ">"}[x <= 1.5])
+		}
+		peakCell := "–"
+		if s := find(t, "gmlake", "sim", "uncapped"); s != nil {
+			peakCell = fmt.Sprintf("%s / %s", bench.FormatGiB(g.PeakReserved), bench.FormatGiB(s.PeakReserved))
+			if g.PeakReserved == s.PeakReserved {
+				peakCell += " (equal)"
+			}
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", strings.TrimSuffix(t, ".trace.gz"), stepCell,
+			steadyCell, warmCell, nsCell, peakCell))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nMeasured against the targets, gmlake on the GPU, single pass: the largest time in the driver of any steady "+
+		"iteration (3 on) against 1% of PyTorch's step, of any warm-up iteration (0-2) against 10%; the engine's own time "+
+		"per alloc+free pair in the steady iterations (wall time less the time in driver calls) against 1.5 x the Gorgonia "+
+		"pool's on the GPU; peak reserved on the GPU and on the simulator.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| trace | PyTorch step (ms) | steady driver ms max | warm-up driver ms max | steady ns/pair: gmlake / pool | peak reserved GiB: GPU / sim |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|")
+	for _, r := range rows {
+		fmt.Fprintln(w, r)
+	}
+}
+
+// msCell is a measured millisecond figure, against limit when there is one.
+func msCell(v *float64, limit float64, hasLimit bool) string {
+	switch {
+	case v == nil:
+		return "–"
+	case !hasLimit:
+		return fmt.Sprintf("%.2f", *v)
+	case *v <= limit:
+		return fmt.Sprintf("%.2f <= %.2f", *v, limit)
+	}
+	return fmt.Sprintf("**%.2f > %.2f**", *v, limit)
+}
