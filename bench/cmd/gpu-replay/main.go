@@ -54,6 +54,7 @@ type cli struct {
 	DirectLimit time.Duration `default:"30s" help:"Stop each direct cuMemAlloc replay after this long."`
 	BisectLimit time.Duration `default:"120s" help:"Stop each bisection after this long (the bound so far is reported)."`
 	Below       bool          `default:"true" negatable:"" help:"Also replay on the GPU 2 MiB below the minimum capacity (expects out-of-memory)."`
+	Bisect      bool          `default:"true" negatable:"" help:"Bisect the engine's minimum capacity on the simulator (unless --sim has it) and replay at it on the GPU; --no-bisect replays without a limit only."`
 	Steps       []string      `sep:"," placeholder:"FILE,..." help:"PyTorch's training step per trace (pytorch-steps.jsonl): the markdown then judges the measured driver time against it."`
 	Repeat      int           `default:"1" help:"With N > 1, also replay gmlake (GPU and simulator, no capacity limit) over the iterations repeated N times in a row; the last repetition is reported on its own."`
 }

@@ -59,7 +59,7 @@ func TestSimOnlyRun(t *testing.T) {
 	dir := t.TempDir()
 	path := writeSynthetic(t, dir)
 
-	c := cli{Traces: []string{path}, SimOnly: true, Allocators: []string{"gmlake", "gorgonia", "direct"},
+	c := cli{Traces: []string{path}, SimOnly: true, Bisect: true, Allocators: []string{"gmlake", "gorgonia", "direct"},
 		JSON: filepath.Join(dir, "out.jsonl"), Markdown: filepath.Join(dir, "out.md")}
 	var stderr bytes.Buffer
 	require.NoError(t, c.run(&bytes.Buffer{}, &stderr), stderr.String())
@@ -199,4 +199,19 @@ func TestMarkdownTargets(t *testing.T) {
 	markdownTargets(&b, recs, map[string]float64{"a": 0.2})
 	assert.Contains(t, b.String(), "| a | 200.0 | 0.50 <= 2.00 | **30.00 > 20.00** | 1200 / 1000 = 1.20x <= 1.5 | 1.00 / 1.00 (equal) |")
 	assert.NotContains(t, b.String(), "| b |", "no GPU run of b")
+}
+
+// --no-bisect: no bisection on the simulator, so nothing to replay at a minimum capacity.
+func TestSimOnlyNoBisect(t *testing.T) {
+	dir := t.TempDir()
+	c := cli{Traces: []string{writeSynthetic(t, dir)}, SimOnly: true, Allocators: []string{"gmlake", "gorgonia"},
+		JSON: filepath.Join(dir, "out.jsonl")}
+	require.NoError(t, c.run(&bytes.Buffer{}, &bytes.Buffer{}))
+	recs, err := readRecords(c.JSON)
+	require.NoError(t, err)
+	var runs []string
+	for _, r := range recs {
+		runs = append(runs, r.Allocator+"/"+r.Run)
+	}
+	assert.Equal(t, []string{"gmlake/uncapped", "gorgonia/arena"}, runs)
 }

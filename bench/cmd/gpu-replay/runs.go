@@ -57,7 +57,7 @@ func (c *cli) simRuns(p *prepared, prior map[string]record, device uint64, log i
 	recs = append(recs, rec)
 	c.progress(log, &rec, time.Since(start))
 
-	if rec.Error == "" {
+	if rec.Error == "" && c.Bisect {
 		b, ok := prior[p.name]
 		if !ok {
 			start = time.Now()
