@@ -1,5 +1,3 @@
-//go:build cuda || gmlakegpu
-
 package gpu
 
 import "errors"

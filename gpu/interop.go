@@ -1,5 +1,3 @@
-//go:build cuda || gmlakegpu
-
 package gpu
 
 // Do runs fn on a locked OS thread with the Device's context current, for calls into CUDA

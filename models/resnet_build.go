@@ -38,6 +38,19 @@ type ResNetGraph struct {
 	Forward     map[int64]bool
 
 	Batch, Height, Width int
+
+	view *Graph
+}
+
+// Graph is the same graph seen as a Graph (parameters, gradients, loss, blocks; IDs is nil and
+// Seq 0), for executors written for the transformers that bind their inputs themselves. It is
+// the same *Graph every call.
+func (g *ResNetGraph) Graph() *Graph {
+	if g.view == nil {
+		g.view = &Graph{G: g.G, Logits: g.Logits, Loss: g.Loss, Params: g.Params, Names: g.Names, Grads: g.Grads,
+			BlockOf: g.BlockOf, BlockInputs: g.BlockInputs, Forward: g.Forward, Batch: g.Batch}
+	}
+	return g.view
 }
 
 // BuildResNet creates the graph of w's network for one input shape: forward pass, loss and

@@ -5,13 +5,14 @@
 //
 // # Loading
 //
-// The library is opened at run time, without cgo, through github.com/ebitengine/purego: one
-// binary built with CGO_ENABLED=0 runs against whichever cuDNN a machine has. GMLAKE_CUDNN (a
-// path), when set, is the only library tried; otherwise Candidates, newest soname first, each
-// also under the usual folders. A machine without cuDNN gets an error wrapping ErrUnavailable
-// (an *OpenError saying what was tried), a library without a needed function one wrapping
-// ErrUnavailable too (a *SymbolError). No header is read at build time either: the few enums
-// and structs the calls take are declared here, each with the header that defines it.
+// The library is opened at run time, without cgo, by the module's loader (internal/dl, over
+// github.com/ebitengine/purego): one binary built with CGO_ENABLED=0 runs against whichever
+// cuDNN a machine has. GMLAKE_CUDNN (a path), when set, is the only library tried; otherwise
+// Candidates, newest soname first, each also under the usual folders. A machine without cuDNN
+// gets an error wrapping ErrUnavailable and a *dl.OpenError saying what was tried; a library
+// without a needed function one wrapping ErrUnavailable and a *dl.SymbolError. No header is read
+// at build time either: the few enums and structs the calls take are declared here, each with
+// the header that defines it.
 //
 // # Memory
 //

@@ -1,6 +1,6 @@
 package cudnn
 
-import "github.com/ebitengine/purego"
+import "github.com/gmlake/gmlake/internal/dl"
 
 // The enum values below are cuDNN's; the header named with each group defines them (cudnn_ops.h
 // and cudnn_cnn.h in cuDNN 9, cudnn_ops_infer.h and cudnn_cnn_infer.h in cuDNN 8, same values).
@@ -108,8 +108,9 @@ type functions struct {
 	addTensor func(h uintptr, alpha *float32, aDesc, a uintptr, beta *float32, cDesc, c uintptr) int32
 }
 
-// resolve binds every function from the library opened at handle lib.
-func (f *functions) resolve(lib uintptr, path string) error {
+// resolve binds every function from lib (dl.Library.Func: purego's conversions, which pass the
+// float64 arguments of batch norm and the activation descriptor in floating-point registers).
+func (f *functions) resolve(lib *dl.Library) error {
 	for _, e := range []struct {
 		name string
 		fn   any
@@ -153,11 +154,9 @@ func (f *functions) resolve(lib uintptr, path string) error {
 		{"cudnnActivationBackward", &f.activationBackward},
 		{"cudnnAddTensor", &f.addTensor},
 	} {
-		sym, err := purego.Dlsym(lib, e.name)
-		if err != nil || sym == 0 {
-			return &SymbolError{Path: path, Symbol: e.name}
+		if err := lib.Func(e.name, e.fn); err != nil {
+			return err
 		}
-		purego.RegisterFunc(e.fn, sym)
 	}
 	return nil
 }

@@ -3,57 +3,24 @@ package cudnn
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"sync"
 
-	"github.com/ebitengine/purego"
+	"github.com/gmlake/gmlake/internal/dl"
 )
 
 // EnvVar names the environment variable that, when set, is the only cuDNN library tried.
 const EnvVar = "GMLAKE_CUDNN"
 
-// Candidates are the cuDNN sonames tried when EnvVar is unset, newest first, each bare (the
-// loader's search path) and under the folders where distributions and the CUDA toolkit put them.
-var Candidates = candidates("libcudnn.so.9", "libcudnn.so.8")
+// Candidates are the cuDNN sonames tried when EnvVar is unset, newest first, on the loader's path,
+// in the folder where Debian and Ubuntu packages put them, and under the CUDA folders.
+var Candidates = append([]string{"libcudnn.so.9", "libcudnn.so.8",
+	"/usr/lib/x86_64-linux-gnu/libcudnn.so.9", "/usr/lib/x86_64-linux-gnu/libcudnn.so.8"},
+	dl.CUDACandidates("libcudnn.so.9", "libcudnn.so.8")[2:]...)
 
-var folders = []string{"", "/usr/lib/x86_64-linux-gnu/", "/usr/local/cuda/lib64/", "/usr/lib/aarch64-linux-gnu/"}
-
-func candidates(sonames ...string) []string {
-	var out []string
-	for _, f := range folders {
-		for _, s := range sonames {
-			out = append(out, f+s)
-		}
-	}
-	return out
-}
-
-// ErrUnavailable is wrapped by every error meaning that cuDNN cannot be used in this process:
-// no library, or one lacking a function this package calls.
+// ErrUnavailable is wrapped by every error meaning that cuDNN cannot be used in this process: no
+// library (the error also wraps a *dl.OpenError naming every candidate tried), or one lacking a
+// function this package calls (a *dl.SymbolError), or one older than cuDNN 8.
 var ErrUnavailable = errors.New("cudnn: library not available")
-
-// OpenError says that none of the candidate libraries could be opened.
-type OpenError struct {
-	Tried []string // each candidate with the loader's reason
-}
-
-func (e *OpenError) Error() string {
-	return fmt.Sprintf("cudnn: cannot open any of [%s] (set %s to the library's path)", strings.Join(e.Tried, "; "), EnvVar)
-}
-
-// Unwrap makes errors.Is(err, ErrUnavailable) hold.
-func (e *OpenError) Unwrap() error { return ErrUnavailable }
-
-// SymbolError says that the opened library lacks a function (a version too old, or not cuDNN).
-type SymbolError struct {
-	Path, Symbol string
-}
-
-func (e *SymbolError) Error() string { return fmt.Sprintf("cudnn: %s has no %s", e.Path, e.Symbol) }
-
-// Unwrap makes errors.Is(err, ErrUnavailable) hold.
-func (e *SymbolError) Unwrap() error { return ErrUnavailable }
 
 // ErrStatus is wrapped by every *Error (a cuDNN call that returned a status other than success).
 var ErrStatus = errors.New("cudnn: call failed")
@@ -92,28 +59,19 @@ func Open() (*Library, error) {
 }
 
 func open() (*Library, error) {
-	list := Candidates
-	if v := os.Getenv(EnvVar); v != "" {
-		list = []string{v}
+	lib, err := dl.Open("cuDNN", EnvVar, Candidates)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	var tried []string
-	for _, name := range list {
-		h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
-		if err != nil {
-			tried = append(tried, fmt.Sprintf("%s: %v", name, err))
-			continue
-		}
-		l := &Library{path: name}
-		if err := l.fn.resolve(h, name); err != nil {
-			return nil, err
-		}
-		l.version = int(l.fn.getVersion())
-		if l.version < 8000 {
-			return nil, fmt.Errorf("%w: %s is cuDNN version %d, want 8 or 9", ErrUnavailable, name, l.version)
-		}
-		return l, nil
+	l := &Library{path: lib.Path()}
+	if err := l.fn.resolve(lib); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return nil, &OpenError{Tried: tried}
+	l.version = int(l.fn.getVersion())
+	if l.version < 8000 {
+		return nil, fmt.Errorf("%w: %s is cuDNN version %d, want 8 or 9", ErrUnavailable, l.path, l.version)
+	}
+	return l, nil
 }
 
 // Path is the name the library was opened under.

@@ -82,6 +82,7 @@ type Desc struct {
 	All   bool      // slice gradient: the whole axis
 	Log   bool      // log-softmax
 	Prob  float64   // dropout: the drop probability
+	CNN   *CNN      // the convolutional kinds' parameters (describe_cnn.go)
 }
 
 // Attention parts, as models/ops numbers them.

@@ -33,6 +33,7 @@ type Machine struct {
 	pinned map[int]*gpu.PinnedBuffer
 	tables map[string][2]*gpu.Tensor
 	posIDs map[string]*gpu.Ids
+	cnn    *cnnState // cuDNN handle and workspace counts of the convolutional kinds (lower_cnn.go)
 	counts Counts
 }
 
@@ -72,7 +73,7 @@ func Compile(d *gpu.Device, g *gorgonia.ExprGraph, opts ...Option) (*Machine, er
 	}
 	m := &Machine{dev: d, nodes: gr.Nodes, index: gr.Index, inputs: gr.Inputs, output: gr.Output, prog: prog,
 		bound: map[int]*gpu.Tensor{}, ints: map[int][]int{}, pinned: map[int]*gpu.PinnedBuffer{},
-		tables: map[string][2]*gpu.Tensor{}, posIDs: map[string]*gpu.Ids{}}
+		tables: map[string][2]*gpu.Tensor{}, posIDs: map[string]*gpu.Ids{}, cnn: newCNNState(cfg.cnn)}
 	m.descs = make([]Desc, gr.Len())
 	var unsupported []error
 	for i, n := range gr.Nodes {
@@ -293,7 +294,7 @@ func (m *Machine) Release() error {
 
 // Close frees every buffer the Machine holds (outputs, cached tables and position ids).
 func (m *Machine) Close() error {
-	errs := []error{m.Release()}
+	errs := []error{m.Release(), m.cnn.close()}
 	for _, t := range m.tables {
 		errs = append(errs, t[0].Free(), t[1].Free())
 	}

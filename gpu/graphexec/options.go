@@ -12,6 +12,7 @@ type config struct {
 	blockInputs []*gorgonia.Node
 	recompute   bool
 	offload     bool
+	cnn         cnnConfig // options_cnn.go
 }
 
 // WithOutputs names the nodes whose values are read after Run (loss, gradients). They stay live

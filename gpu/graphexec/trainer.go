@@ -130,12 +130,18 @@ func (tr *Trainer) Step(ids []int) (float32, error) { return tr.StepGraph(tr.gra
 // StepGraph trains on one batch with g, a graph of another shape built from the same weights
 // (models.Build with the same Weights and LoRA), and returns the loss before the update.
 func (tr *Trainer) StepGraph(g *models.Graph, ids []int) (float32, error) {
+	if err := g.SetIDs(ids); err != nil {
+		return 0, err
+	}
+	return tr.StepBound(g)
+}
+
+// StepBound trains on the batch already bound to g's input nodes (a models.ResNetGraph's images
+// and labels, through its Graph view) and returns the loss before the update.
+func (tr *Trainer) StepBound(g *models.Graph) (float32, error) {
 	tr.dev.MarkIteration()
 	m, err := tr.machine(g)
 	if err != nil {
-		return 0, err
-	}
-	if err := g.SetIDs(ids); err != nil {
 		return 0, err
 	}
 	if err := m.Run(); err != nil {

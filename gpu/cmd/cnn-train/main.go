@@ -1,0 +1,107 @@
+// Command cnn-train trains ResNets (package models) on a GPU with multi-scale inputs (a new image
+// size every step, one graph per size, the weights shared), the convolutions, batch norms, pooling
+// and rectifiers running through cuDNN with every workspace drawn from the allocator under test,
+// once per memory allocator (package gpu/pool: gmlake's stitching engine, the Gorgonia pool
+// algorithm over one cuMemAlloc arena, direct cuMemAlloc). For each it reports the warm-up and
+// steady-state step times, peak reserved memory, fragmentation, memory driver calls per step, the
+// convolution workspaces per step, and the largest batch that trains under a fixed capacity
+// (bisected on the device within the same run), and it can record each run's allocation trace.
+//
+//	cnn-train [--models resnet18,resnet50] [--allocators gmlake,gorgonia,direct] [--steps 16]
+//	    [--batch 32] [--sizes 128,160,192,224] [--capacity 16GiB] [--tf32] [--bisect-limit 20s]
+//	    [--json FILE] [--markdown FILE] [--trace DIR]
+//
+// Every allocator sees the same sequence of sizes and images. The first pass over the sizes is the
+// warm-up (each shape's first step: graph build, cuDNN's algorithm choice, the pools' growth); the
+// steps after it are the steady state. For the largest batch, each try runs three steps at that
+// batch (the largest size, the smallest, the largest again) on the same device, pool and weights.
+//
+// Build with -tags gmlakegpu (see gpu/graphexec's package doc).
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/gpu/pool"
+)
+
+type cli struct {
+	Models      []string      `default:"resnet18,resnet50" help:"ResNet presets (models.ResNetPreset)."`
+	Classes     int           `default:"1000" help:"Classes of the head (the color task uses them all)."`
+	Allocators  []string      `default:"gmlake,gorgonia,direct" help:"Allocators to compare."`
+	Steps       int           `default:"16" help:"Training steps per allocator (warm-up included)."`
+	Batch       int           `default:"32" help:"Batch of the timed run (and the start of the batch search)."`
+	Sizes       []int         `default:"128,160,192,224" help:"Square image sizes, varied from step to step."`
+	Capacity    bench.Bytes   `default:"16GiB" help:"Device memory each allocator may hold (the Gorgonia arena's size)."`
+	TF32        bool          `default:"true" negatable:"" help:"Let cuDNN use TF32 tensor cores for the convolutions (PyTorch's default)."`
+	MaxBatch    bool          `default:"true" negatable:"" help:"Search the largest batch under --capacity."`
+	BisectLimit time.Duration `default:"20s" help:"Stop each batch search after this long (the bracket so far is reported)."`
+	JSON        string        `help:"Write one JSON line per run here (default: standard output)."`
+	Markdown    string        `help:"Write the markdown table here (it is also printed to standard error)."`
+	Trace       string        `help:"Write each run's allocation trace (workspaces included) to DIR/MODEL-ALLOCATOR.trace.gz." placeholder:"DIR"`
+}
+
+func main() {
+	var c cli
+	kong.Parse(&c, kong.Name("cnn-train"), kong.UsageOnError(),
+		kong.Description("Trains ResNets with multi-scale inputs on the GPU through cuDNN under each allocator."))
+	if err := c.run(os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "cnn-train:", err)
+		os.Exit(1)
+	}
+}
+
+func (c *cli) run(stdout, stderr io.Writer) error {
+	for _, a := range c.Allocators {
+		if !slices.Contains(pool.Names, a) {
+			return fmt.Errorf("%w %q", pool.ErrUnknown, a)
+		}
+	}
+	if c.Steps <= len(c.Sizes) {
+		return fmt.Errorf("--steps %d leaves no steady state after %d warm-up steps", c.Steps, len(c.Sizes))
+	}
+	out := stdout
+	if c.JSON != "" {
+		f, err := os.Create(c.JSON)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = f
+	}
+	env, err := openEnv(c.TF32)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	fmt.Fprintf(stderr, "cnn-train on %s, cuDNN %s, %s\n", env.device, env.cudnnVersion(), time.Now().UTC().Format(time.RFC3339))
+	var results []*result
+	enc := json.NewEncoder(out)
+	for _, model := range c.Models {
+		w, err := c.weights(model, stderr)
+		if err != nil {
+			return err
+		}
+		for _, alloc := range c.Allocators {
+			r := c.session(env, model, w, alloc, stderr)
+			results = append(results, r)
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+	}
+	table := c.markdown(env, results)
+	fmt.Fprint(stderr, table)
+	if c.Markdown != "" {
+		return os.WriteFile(c.Markdown, []byte(table), 0o644)
+	}
+	return nil
+}

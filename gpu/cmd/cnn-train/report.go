@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// markdown renders the results as a table, the machine and date first.
+func (c *cli) markdown(e *env, results []*result) string {
+	var b strings.Builder
+	math := "float32 (no TF32)"
+	if c.TF32 {
+		math = "float32 with TF32 convolutions"
+	}
+	fmt.Fprintf(&b, "%s, cuDNN %s, %s, batch %d, image sizes %v varied per step, %d steps (the first %d are warm-up), capacity %.0f GiB; %s\n\n",
+		e.device, e.cudnnVersion(), math, c.Batch, c.Sizes, c.Steps, len(c.Sizes), gib(uint64(c.Capacity)),
+		time.Now().UTC().Format("2006-01-02"))
+	b.WriteString("| model | allocator | steady step (ms) | vs best | warm-up (ms) | peak reserved (GiB) | peak live (GiB) | fragmentation | driver calls/step | warm-up calls | allocs/step | workspaces/step (largest MiB) | largest batch | loss first → last |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	best := map[string]float64{}
+	for _, r := range results {
+		if r.Error == "" && r.StepMs > 0 && (best[r.Model] == 0 || r.StepMs < best[r.Model]) {
+			best[r.Model] = r.StepMs
+		}
+	}
+	for _, r := range results {
+		if r.StepMs == 0 {
+			fmt.Fprintf(&b, "| %s | %s | failed: %s ||||||||||||\n", r.Model, r.Allocator, r.Error)
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.1f | %+.1f%% | %.0f | %.2f | %.2f | %.1f%% | %.1f | %d | %.0f | %.0f (%.1f) | %s | %.3f → %.3f |\n",
+			r.Model, r.Allocator, r.StepMs, 100*(r.StepMs/best[r.Model]-1), r.WarmupMs, gib(r.PeakReserved),
+			gib(r.PeakLive), 100*r.Fragmentation, r.CallsPerStep, r.WarmupCalls, r.AllocsPerStep, r.WorkspacesPerStep,
+			float64(r.WorkspaceMaxBytes)/(1<<20), batchCell(r), r.FirstLoss, r.LastLoss)
+	}
+	b.WriteString("\n")
+	for _, r := range results {
+		if r.Error != "" && r.StepMs > 0 {
+			fmt.Fprintf(&b, "%s/%s: %s\n", r.Model, r.Allocator, r.Error)
+		}
+	}
+	return b.String()
+}
+
+func batchCell(r *result) string {
+	switch {
+	case r.MaxBatch == 0 && r.FailedBatch == 0:
+		return "–"
+	case r.FailedBatch == 0:
+		return fmt.Sprintf("≥ %d", r.MaxBatch)
+	case r.FailedBatch > r.MaxBatch+1:
+		return fmt.Sprintf("%d (%d fails; search cut)", r.MaxBatch, r.FailedBatch)
+	}
+	return fmt.Sprintf("%d", r.MaxBatch)
+}
