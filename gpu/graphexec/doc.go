@@ -4,7 +4,16 @@
 //   - the project's transformer graphs (package models: the ops in models/ops, plus Gorgonia's
 //     gradient sums, the loss seed and a reshape);
 //   - a user's own graph of Gorgonia's standard ops and the gradients gorgonia.Grad builds for
-//     them.
+//     them;
+//   - the project's convolutional networks (models.BuildResNet): Conv2d and its backward-data and
+//     backward-filter, batch norm, pooling, ReLU, the global average pool and the classification
+//     loss run through cuDNN (package gpu/cudnn, loaded at run time) on the Device's stream
+//     (describe_cnn.go, lower_cnn.go). Each convolution takes the workspace its algorithm needs
+//     from the Device's allocator for the call and returns it right after (Machine.Workspaces
+//     counts them), so the allocator, and a trace recorded there, sees every workspace. Batch
+//     norm's backward pass runs on package gpu's kernels, the loss on its fused cross-entropy.
+//     WithCuDNN shares one handle between Machines; WithConvMath picks exact float32 (the
+//     default) or TF32 convolutions.
 //
 // The standard ops are matmul, batched matmul, matrix-vector, dot and outer products; elementwise
 // Add, Sub, HadamardProd, HadamardDiv and Pow with a scalar on either side; the broadcasting forms

@@ -3,7 +3,8 @@
 // comparisons, power and the rest of Gorgonia's elementwise functions. They also cover strided
 // assign and accumulate between views, reductions, softmax and causal softmax, softmax and
 // log-softmax along any axis, LayerNorm and RMSNorm, GELU, SiLU and SwiGLU, RoPE, embedding gather
-// and scatter-add, fused softmax cross-entropy, dropout, and AdamW with gradient-norm clipping.
+// and scatter-add, fused softmax cross-entropy, dropout, batch normalization's backward pass, and
+// AdamW with gradient-norm clipping.
 //
 // It is pure Go and needs no GPU: package gpu compiles these sources to PTX with NVRTC at run time
 // (for the device's own architecture) and loads them. The test of this package compiles every
