@@ -165,6 +165,7 @@ gpu-build:
 	$(GPU_TEST_BUILD) -o $(GPU_DIR)/nccl.test ./dist/nccl
 	$(GPU_TEST_BUILD) -o $(GPU_DIR)/gpu.test ./gpu
 	$(GPU_TEST_BUILD) -o $(GPU_DIR)/cublas.test ./gpu/cublas
+	$(GPU_TEST_BUILD) -o $(GPU_DIR)/cudnn.test ./gpu/cudnn
 	$(GPU_TEST_BUILD) -o $(GPU_DIR)/kernels.test ./gpu/kernels
 	$(GPU_BUILD) -o $(GPU_DIR)/gpu-replay ./bench/cmd/gpu-replay
 

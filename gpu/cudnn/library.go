@@ -13,9 +13,7 @@ const EnvVar = "GMLAKE_CUDNN"
 
 // Candidates are the cuDNN sonames tried when EnvVar is unset, newest first, on the loader's path,
 // in the folder where Debian and Ubuntu packages put them, and under the CUDA folders.
-var Candidates = append([]string{"libcudnn.so.9", "libcudnn.so.8",
-	"/usr/lib/x86_64-linux-gnu/libcudnn.so.9", "/usr/lib/x86_64-linux-gnu/libcudnn.so.8"},
-	dl.CUDACandidates("libcudnn.so.9", "libcudnn.so.8")[2:]...)
+var Candidates = dl.CuDNN.Candidates
 
 // ErrUnavailable is wrapped by every error meaning that cuDNN cannot be used in this process: no
 // library (the error also wraps a *dl.OpenError naming every candidate tried), or one lacking a
@@ -59,7 +57,7 @@ func Open() (*Library, error) {
 }
 
 func open() (*Library, error) {
-	lib, err := dl.Open("cuDNN", EnvVar, Candidates)
+	lib, err := dl.Open(dl.CuDNN.What, EnvVar, Candidates)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}

@@ -1,4 +1,4 @@
-// Package dl opens the CUDA libraries (the driver, cuBLAS, NVRTC, NCCL) at run time and calls
+// Package dl opens the CUDA libraries (the driver, cuBLAS, NVRTC, cuDNN, NCCL) at run time and calls
 // into them without cgo, through github.com/ebitengine/purego. It is the one loader every binding
 // in this module uses, for two reasons:
 //
@@ -107,6 +107,11 @@ var (
 	// NVRTC works from 11.2 through 13.
 	NVRTC = Spec{What: "NVRTC", EnvVar: "GMLAKE_NVRTC", Candidates: CUDACandidates(
 		"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.11.1", "libnvrtc.so.11.0", "libnvrtc.so")}
+	// CuDNN works with cuDNN 8 and 9; Debian and Ubuntu packages put it in /usr/lib/x86_64-linux-gnu.
+	CuDNN = Spec{What: "cuDNN", EnvVar: "GMLAKE_CUDNN", Candidates: append([]string{
+		"libcudnn.so.9", "libcudnn.so.8",
+		"/usr/lib/x86_64-linux-gnu/libcudnn.so.9", "/usr/lib/x86_64-linux-gnu/libcudnn.so.8",
+	}, CUDACandidates("libcudnn.so.9", "libcudnn.so.8")[2:]...)}
 	// NCCL: Debian and Ubuntu put it in /usr/lib/x86_64-linux-gnu, CUDA's installers in its folders.
 	NCCL = Spec{What: "NCCL", EnvVar: "GMLAKE_NCCL", Candidates: []string{
 		"libnccl.so.2", "libnccl.so",

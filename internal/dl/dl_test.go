@@ -90,7 +90,7 @@ func TestCall(t *testing.T) {
 }
 
 func TestSpecs(t *testing.T) {
-	for _, s := range []Spec{CUDADriver, CuBLAS, NVRTC, NCCL} {
+	for _, s := range []Spec{CUDADriver, CuBLAS, NVRTC, CuDNN, NCCL} {
 		assert.NotEmpty(t, s.What)
 		assert.Regexp(t, `^GMLAKE_[A-Z]+$`, s.EnvVar)
 		assert.NotEmpty(t, s.Candidates)
