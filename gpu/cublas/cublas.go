@@ -2,7 +2,8 @@
 // strided-batched), with the library opened at run time and called without cgo (see
 // internal/dl): one binary works with cuBLAS 11 (Debian's CUDA 11.8), 12 or 13, whichever the
 // machine has, and builds with no CUDA headers. Every call returns a cublasStatus_t (a 32-bit C
-// enum); scalars (alpha, beta) are passed by pointer, as cuBLAS takes them.
+// enum); scalars (alpha, beta) are passed by pointer, as cuBLAS takes them. The tests check the
+// argument passing of every call against testdata/fakecublas.c, the same calls over host memory.
 //
 // The library is looked up by GMLAKE_CUBLAS (a path, when set) or by the sonames of Candidates.
 // cuBLAS is column-major; package gpu maps row-major tensors onto it. Device addresses are plain
