@@ -14,7 +14,10 @@
 // options and returns a *memory.Allocator, which has Gorgonia's cuda.Arena method set (Get, Put,
 // ResetAllocator) plus an error-returning Free, Stats, Check, EmptyCache and Close. NewTensorEngine
 // returns a gorgonia.org/tensor Engine over host memory, for tensor.WithEngine and
-// gorgonia.WithEngine.
+// gorgonia.WithEngine. ResetAllocator frees nothing (no allocator can tell whether a tensor still
+// reads a block); with Gorgonia's TapeMachine, wrap the engine in memory.NewReclaimer and call its
+// Reclaim(graph, machine, solver) after each step, or train with train/vm, which frees every buffer
+// at its last use.
 //
 // Without WithDriver the default driver is used: the CUDA driver on a machine with a GPU,
 // otherwise the host driver. Every build has both (no build tag, no cgo: the CUDA driver library

@@ -178,8 +178,8 @@ func (a *Allocator) MarkIteration() { a.engine.MarkIteration() }
 // whether a tensor still uses a block (tensor.Dense keeps only the address of the memory an engine
 // returned), and freeing a block a tensor still reads would corrupt training without an error. So
 // it only tells the engine that an iteration begins (MarkIteration), the hint that lets a repeated
-// step replay its placements. Memory comes back by Free or Put, by train/vm (which frees every
-// buffer at its last use), or by Close.
+// step replay its placements. Memory comes back by Free or Put, by a Reclaimer between the steps of
+// Gorgonia's TapeMachine, by train/vm (which frees every buffer at its last use), or by Close.
 func (a *Allocator) ResetAllocator() { a.engine.MarkIteration() }
 
 // EmptyCache gives the driver back the physical memory no live block uses.

@@ -14,8 +14,9 @@
 //   - ResetAllocator frees nothing. Gorgonia's cuda.Arena contract has it free everything at a VM's
 //     Reset, but a tensor.Dense keeps only the address of its memory, so no allocator can know
 //     whether a block is still read; freeing it would corrupt training silently. It marks an
-//     iteration boundary (MarkIteration) and physical memory stays cached; train/vm frees every
-//     buffer at its last use.
+//     iteration boundary (MarkIteration) and physical memory stays cached. What Gorgonia's
+//     TapeMachine and solvers drop without freeing comes back through a Reclaimer (below);
+//     train/vm frees every buffer at its last use.
 //   - Stats, Check, EmptyCache and Close pass through to the engine. Every error wraps one of the
 //     stitch sentinel errors (stitch.ErrInvalidSize, ErrUnknownPointer, ErrDoubleFree,
 //     ErrSizeMismatch, ErrClosed, ErrOutOfMemory, ...) and is testable with errors.Is. A Close the
@@ -50,4 +51,17 @@
 // Alloc returns zeroed memory, as the Go heap does. Memclr (and its error-returning twin Clear),
 // Memcpy and Memset refuse nil memory and blocks that are not live blocks of the Allocator with
 // ErrForeignMemory instead of writing through a stale or foreign address.
+//
+// # Reclaimer
+//
+// Gorgonia's TapeMachine allocates a fresh result for most ops on every run and rebinds it to the
+// node; its solvers replace their moment tensors each step. Nobody frees the old ones: on a small
+// MLP with Adam that is 20 blocks (3,520 B) a step, on a small transformer block 64 blocks (22,208
+// B), for ever. A Reclaimer is a TensorEngine for gorgonia.WithEngine that remembers what it
+// allocated; Reclaim(graph, machine, solver) after each step walks those roots (node values and
+// gradients, the machine's registers, the solver's moments, through unexported fields) and frees
+// every block of its own that no tensor, tensor.Memory or slice found points into. Live bytes then
+// stay flat (2,740 B and 20,096 B on those two nets over 200 steps, losses bit-identical to the Go
+// heap: TestTapeMachineOnReclaimer). The rule it asks of the caller: a tensor the Reclaimer's
+// engine made is valid until the next Reclaim unless that Reclaim's roots reach it.
 package memory

@@ -15,3 +15,7 @@ var ErrUnsupportedType = errors.New("memory: unsupported value type")
 // ErrForeignMemory: a memory primitive of TensorEngine (Memclr, Memcpy, Memset) was given memory
 // that is not a live block of its Allocator or a tensor of the engine.
 var ErrForeignMemory = errors.New("memory: not memory of this engine")
+
+// ErrUnwalkable: Reclaimer.Reclaim could not read a value reachable from its roots, so it freed
+// nothing.
+var ErrUnwalkable = errors.New("memory: cannot walk the roots")

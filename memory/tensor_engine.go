@@ -16,6 +16,7 @@ type hostAccessible interface{ HostAccessible() bool }
 type TensorEngine struct {
 	tensor.StdEng
 	alloc *Allocator
+	self  tensor.Engine // the engine tensors of this one name: e itself, or the Reclaimer around it
 }
 
 var (
@@ -29,7 +30,9 @@ func NewTensorEngine(a *Allocator) (*TensorEngine, error) {
 	if !a.HostAccessible() {
 		return nil, fmt.Errorf("memory: new engine over a %T driver: %w", a.Driver(), ErrNotHostAccessible)
 	}
-	return &TensorEngine{alloc: a}, nil
+	e := &TensorEngine{alloc: a}
+	e.self = e
+	return e, nil
 }
 
 // Allocator is the Allocator the TensorEngine draws from.
@@ -111,7 +114,7 @@ func (e *TensorEngine) writable(mem tensor.Memory) error {
 	case *Block:
 		return e.notStale(m)
 	case tensor.Tensor:
-		if !isNil(m) && m.Engine() == tensor.Engine(e) {
+		if !isNil(m) && m.Engine() == e.self {
 			return nil
 		}
 	}
