@@ -16,7 +16,7 @@
 // steps after it are the steady state. For the largest batch, each try runs three steps at that
 // batch (the largest size, the smallest, the largest again) on the same device, pool and weights.
 //
-// Build with -tags gmlakegpu (see gpu/graphexec's package doc).
+// Build with a plain go build (CGO_ENABLED=0 works): cuDNN and the CUDA libraries are opened at run time.
 package main
 
 import (
