@@ -32,7 +32,7 @@
 // the Device's stream, so the engine may reuse a freed block for later work on the same stream
 // without waiting. Package gpu/pool builds the three allocators the project compares on a GPU
 // (gmlake, the Gorgonia pool algorithm over one cuMemAlloc arena, direct cuMemAlloc) under one
-// capacity; gpu/cmd/gpu-train compares them on fine-tuning runs (gpu/RESULTS.md).
+// capacity; gpu/cmd/gpu-train compares them on fine-tuning runs (results/gpu-train/RESULTS.md).
 //
 // Tensors are row-major float32 arrays with explicit strides (in elements). Operations write into
 // a caller-provided output tensor, as Gorgonia's UsePreallocDo does, so the executor decides where

@@ -50,7 +50,7 @@ package stitch
 // iteration in the fourth repetition, summed, 27.4 -> 3.1 (the two GPT-2-XL traces gpu-train
 // recorded now need a fifth: [2619 148 34 35 0 0 0 0] over eight repetitions); worst capacity /
 // peak active 1.0055 -> 1.0072, worst fragmentation 0.0063 -> 0.0081, all within 1.01 and 0.02.
-// Over the ZeRO simulations of bench/SHARDING.md, worst capacity / peak active 1.006 -> 1.0066.
+// Over the ZeRO simulations of results/bench/SHARDING.md, worst capacity / peak active 1.006 -> 1.0066.
 
 // dominatingMemo returns the most recent memo that dominates the current iteration and has a
 // large request at the current ordinal of at least r bytes, aligned with it; none once the

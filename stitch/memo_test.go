@@ -181,7 +181,7 @@ func assertQuietFrom(t *testing.T, tr *trace.Trace, reps, from int) {
 
 // TestMemoConvergesOnGPUTrainTraces replays allocation traces gpu-train recorded on an H200 six
 // times in a row with marks: GPT-2-XL shapes, LoRA, no recomputation, four sequence lengths in
-// random order (testdata), and the two traces of gpu/results/2026-11-29-40GiB, whose runs end with
+// random order (testdata), and the two traces of results/gpu-train/2026-11-29-40GiB, whose runs end with
 // a batch search (steps at other batches, some cut short by out-of-memory): each step's shape
 // recurs after different predecessors, and from some repetition on no driver call is made: the
 // fourth for all three ([2663 27 3 0 0 0 0 0], [4496 50 3 0 0 0 0 0], [2065 16 0 0 0 0 0 0]
@@ -194,7 +194,7 @@ func TestMemoConvergesOnGPUTrainTraces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
-	results := filepath.Join("..", "gpu", "results", "2026-11-29-40GiB", "traces")
+	results := filepath.Join("..", "results", "gpu-train", "2026-11-29-40GiB", "traces")
 	for _, tc := range []struct {
 		path      string
 		quietFrom int // first repetition that must make no driver call, of six

@@ -79,7 +79,7 @@ func WithCapacity(bytes uint64) Option {
 // than any before it (a longer sequence) then grows in a few ever larger steps instead of one
 // create, map and set-access, plus a stitch, per request. The default, 0, keeps reserved memory at
 // what the peak needs. Measured at 0.005 on the shared traces with marks (`make bench`, the
-// gmlake/slack=0.005 column of bench/RESULTS.md, 2026-11-29, with dominating memos): steady driver
+// gmlake/slack=0.005 column of results/bench/RESULTS.md, 2026-11-29, with dominating memos): steady driver
 // calls per iteration 12.3-285.6 -> 6.2-114.0 (estimated driver time 9-122 -> 8-92 ms per
 // iteration), capacity / peak live 1.001-1.007 either way, fragmentation up to 0.010 instead of
 // 0.007, and every trace still makes no driver call in its fourth repetition (before dominating

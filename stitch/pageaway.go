@@ -26,7 +26,7 @@ import (
 // calls in iterations where no allocator is bound to call 2015 -> 2017, in repeat iterations 865
 // -> 834, in the fourth of four repetitions 1.6 -> 0 per iteration, summed; worst capacity / peak
 // live 1.0072 -> 1.0068; fragmentation up to 0.0099 (the spare pages); the simulated ZeRO ranks
-// (bench/SHARDING.md) unchanged. Fewer memos kept clear leave more late calls (one: 308 in
+// (results/bench/SHARDING.md) unchanged. Fewer memos kept clear leave more late calls (one: 308 in
 // repetitions 5-8; three: 76); smaller page growths, more calls (one page: single-pass calls 2015
 // -> 2535; four: 2218, and a GPT-2-XL trace calls in its fourth repetition).
 

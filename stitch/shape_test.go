@@ -25,7 +25,7 @@ func TestNewShapesLaidOutFromCoalescedMemory(t *testing.T) {
 		below float64
 	}{
 		{filepath.Join("testdata", "gpt2xl-lora-h200-gpu-train.trace.gz"), 0.011},
-		{filepath.Join("..", "gpu", "results", "2026-11-29-40GiB", "traces", "gpt2-xl-gmlake.trace.gz"), 0.006},
+		{filepath.Join("..", "results", "gpu-train", "2026-11-29-40GiB", "traces", "gpt2-xl-gmlake.trace.gz"), 0.006},
 	} {
 		t.Run(filepath.Base(tc.path), func(t *testing.T) {
 			tr, err := trace.ReadFile(tc.path)

@@ -60,5 +60,5 @@
 // Study generates the trace of every rank (or an even sample, MaxRanks) for each world size and
 // replays it through package bench's simulated allocators, reporting per (workload, N, allocator)
 // the worst rank's peak active, peak reserved, fragmentation and minimum capacity. The command
-// bench/cmd/shard-sim (make shard-sim) prints those rows and writes bench/SHARDING.md.
+// bench/cmd/shard-sim (make shard-sim) prints those rows and writes results/bench/SHARDING.md.
 package shardsim

@@ -13,7 +13,7 @@ import (
 	"github.com/gmlake/gmlake/bench"
 )
 
-// writeMarkdownFile writes the report that `make bench` commits as bench/RESULTS.md.
+// writeMarkdownFile writes the report that `make bench` commits as results/bench/RESULTS.md.
 func writeMarkdownFile(path string, reports []bench.Report, anchors []bench.Anchor, steps map[string]float64, traces []string) error {
 	f, err := os.Create(path)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// markdown renders the results as the table of gpu/RESULTS.md.
+// markdown renders the results as the table of results/gpu-train/RESULTS.md.
 func (c *cli) markdown(device string, results []*result) string {
 	var b strings.Builder
 	mode := "LoRA r16 (" + strings.Join(c.LoRA, ", ") + ")"
