@@ -143,7 +143,7 @@
 // # Iteration memos (memo.go)
 //
 // When the caller marks where iterations begin (MarkIteration: memory.Allocator, train, gpu/graphexec
-// and dist/gpudp do), the engine records, per iteration, where each large request went, by its
+// and dataparallel/gpudp do), the engine records, per iteration, where each large request went, by its
 // ordinal in the iteration and its size, and where the small pool's pages went. A later iteration
 // follows the most recent memo that agrees with all its large requests so far, chosen at its first
 // large request: its requests go to that memo's places (an exact match takes the cached block at the

@@ -274,7 +274,7 @@ func TestMeasure(t *testing.T) {
 }
 
 // TestSecondStreamMemoryIsReused replays one rank of simulated ZeRO-3 training whose gathers and
-// reductions run on a second stream (dist/shardsim, opt-1.3b, 2 ranks, overlap): memory freed on
+// reductions run on a second stream (dataparallel/shardsim, opt-1.3b, 2 ranks, overlap): memory freed on
 // either stream must serve the other once its event has completed, so reserved memory stays at
 // the live peak with no capacity limit.
 func TestSecondStreamMemoryIsReused(t *testing.T) {

@@ -142,7 +142,7 @@ func (d *Driver) Name() string { return d.name }
 // TotalMem is the device's memory in bytes.
 func (d *Driver) TotalMem() uint64 { return d.totalMem }
 
-// Context is the device's primary CUcontext, for libraries that need it current (dist/nccl's
+// Context is the device's primary CUcontext, for libraries that need it current (dataparallel/nccl's
 // InitRank).
 func (d *Driver) Context() uintptr { return uintptr(d.ctx) }
 

@@ -1,5 +1,5 @@
 // Command shard-sim simulates the per-rank allocation traces of data-parallel ZeRO fine-tuning
-// (package dist/shardsim) for several world sizes, replays each rank's trace through the
+// (package dataparallel/shardsim) for several world sizes, replays each rank's trace through the
 // simulated allocators of package bench, and reports, per world size, the worst rank's peak
 // active and peak reserved bytes, fragmentation and minimum capacity over peak active.
 //
@@ -22,7 +22,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/gmlake/gmlake/bench"
-	"github.com/gmlake/gmlake/dist/shardsim"
+	"github.com/gmlake/gmlake/dataparallel/shardsim"
 )
 
 type cli struct {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gmlake/gmlake/dist/shardsim"
+	"github.com/gmlake/gmlake/dataparallel/shardsim"
 )
 
 func parse(t *testing.T, args ...string) *cli {

@@ -1,8 +1,0 @@
-package dist
-
-import "unsafe"
-
-// bytesAt views n bytes of host-driver memory at addr.
-func bytesAt(addr uintptr, n uint64) []byte {
-	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))), n)
-}
