@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -40,8 +41,8 @@ func TestMeasureConvergence(t *testing.T) {
 			assert.Equal(t, tt.calls, c.RepetitionDriverCalls)
 			assert.Equal(t, tt.convergedAfter, c.ConvergedAfter)
 			assert.InDelta(t, tt.perIter, c.ConvergedCallsPerIter, 1e-12)
-			assert.Equal(t, 50*MiB, c.RepetitionPeakActive, "the resident block is live in the later repetitions' iteration 0")
-			assert.Equal(t, 40*MiB, rep.PeakActive)
+			assert.Equal(t, 50*units.MiB, c.RepetitionPeakActive, "the resident block is live in the later repetitions' iteration 0")
+			assert.Equal(t, 40*units.MiB, rep.PeakActive)
 			assert.GreaterOrEqual(t, c.RepetitionPeakReserved, c.RepetitionPeakActive)
 		})
 	}

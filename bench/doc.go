@@ -10,18 +10,11 @@
 //
 // # Allocators
 //
-// Everything replayed implements Allocator. Baselines draw memory from a Device (SimDevice here,
-// cudaMalloc on a GPU) and count their own device calls:
-//
-//   - gmlake (GMLake): the stitching engine of package stitch over a stitch.Driver (driver/sim here),
-//     told where iterations begin (IterationMarker: the replay marks each `i N` marker);
-//     gmlake-unmarked is the same engine without the marks;
-//   - gorgonia (FirstFit): the algorithm of Gorgonia's default GPU pool, a fixed arena with
-//     address-ordered first fit, reimplemented without its bugs;
-//   - caching (Caching): PyTorch's native caching allocator in its default mode;
-//   - direct (Direct): one device allocation per request.
-//
-// SimSpec makes any of them, fresh, for a given capacity.
+// Everything replayed implements baseline.Allocator: the stitching engine (gmlake, over driver/sim
+// here; gmlake-unmarked is the same engine not told where iterations begin) and the baselines of
+// package baseline (gorgonia, caching, direct) over a baseline.SimDevice. SimSpec makes any of them,
+// by its name in baseline.Names, fresh for a given capacity, with the cost of its driver calls
+// metered (DriverLedger).
 //
 // # Figures
 //
@@ -55,7 +48,7 @@
 //   - driver time (CostModel, DriverLedger): the simulated devices take no time, so each
 //     allocator's successful driver calls are recorded with the bytes they cover and the physical
 //     handles they touch (gmlake through a metering wrapper of its stitch.Driver that knows which
-//     handle is mapped where, the baselines at their Device calls) and priced at the costs
+//     handle is mapped where, the baselines through a metering wrapper of their Device) and priced at the costs
 //     measured on the project's H200 (H200: VMM calls per handle plus a part per byte, fitted to
 //     the per-handle table of ../shared/GPU.md; cuMemAlloc/cuMemFree per call): estimated
 //     milliseconds before the first iteration, in every iteration, the mean and the largest per

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"time"
 
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
 	"gonum.org/v1/gonum/stat"
 )
@@ -54,7 +55,7 @@ type HandleCost struct {
 
 // Of is the cost on one handle (or the part of one a call covers) of bytes.
 func (c HandleCost) Of(bytes uint64) time.Duration {
-	return c.PerHandle + time.Duration(math.Round(float64(c.PerGiB)*float64(bytes)/float64(GiB)))
+	return c.PerHandle + time.Duration(math.Round(float64(c.PerGiB)*float64(bytes)/float64(units.GiB)))
 }
 
 // String reads as "29.7 µs + 42.5 µs/GiB".
@@ -79,13 +80,13 @@ type HandleTableRow struct {
 
 // H200HandleTable is that table, 2 MiB to 1 GiB handles.
 var H200HandleTable = []HandleTableRow{
-	{2 * MiB, 6408, 863, 16439, 18350, 11502, 17814},
-	{4 * MiB, 2951, 219, 7502, 8087, 5560, 9429},
-	{8 * MiB, 1545, 114, 3859, 3941, 2664, 4878},
-	{20 * MiB, 645, 41, 1470, 1542, 1045, 2180},
-	{64 * MiB, 216, 14, 506, 515, 322, 1129},
-	{256 * MiB, 68, 4, 170, 159, 96, 751},
-	{1 * GiB, 37, 2, 71, 68, 35, 569},
+	{2 * units.MiB, 6408, 863, 16439, 18350, 11502, 17814},
+	{4 * units.MiB, 2951, 219, 7502, 8087, 5560, 9429},
+	{8 * units.MiB, 1545, 114, 3859, 3941, 2664, 4878},
+	{20 * units.MiB, 645, 41, 1470, 1542, 1045, 2180},
+	{64 * units.MiB, 216, 14, 506, 515, 322, 1129},
+	{256 * units.MiB, 68, 4, 170, 159, 96, 751},
+	{1 * units.GiB, 37, 2, 71, 68, 35, 569},
 }
 
 // The H200's figures measured on 2026-11-29 (table "What the VMM calls cost there" of
@@ -110,7 +111,7 @@ type HandleFit struct {
 func FitHandleCost(rows []HandleTableRow, column func(HandleTableRow) float64) HandleFit {
 	x, y, w := make([]float64, len(rows)), make([]float64, len(rows)), make([]float64, len(rows))
 	for i, r := range rows {
-		x[i] = float64(r.HandleBytes) / float64(GiB)
+		x[i] = float64(r.HandleBytes) / float64(units.GiB)
 		y[i] = column(r) * x[i] // µs per GiB × GiB per handle
 		w[i] = 1 / (y[i] * y[i])
 	}
@@ -167,8 +168,8 @@ var H200 = func() CostModel {
 		Release:           fit(colRelease),
 		ReservePerCall:    h200Reserve,
 		FreePerCall:       h200Reserve,
-		MallocSmallBytes:  2 * MiB,
-		MallocLargeBytes:  2 * GiB,
+		MallocSmallBytes:  2 * units.MiB,
+		MallocLargeBytes:  2 * units.GiB,
 		SmallMalloc:       h200MallocSmall,
 		LargeMalloc:       h200MallocLarge,
 		MallocFreePerCall: h200MallocFree,

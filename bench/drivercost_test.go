@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,9 +16,9 @@ import (
 func TestFitHandleCostRecoversALinearCost(t *testing.T) {
 	want := HandleCost{PerHandle: 10 * time.Microsecond, PerGiB: 512 * time.Microsecond} // whole ns per 2 MiB
 	var rows []HandleTableRow
-	for _, size := range []uint64{2 * MiB, 64 * MiB, 1 * GiB} {
+	for _, size := range []uint64{2 * units.MiB, 64 * units.MiB, 1 * units.GiB} {
 		perHandle := float64(want.Of(size)) / float64(time.Microsecond)
-		rows = append(rows, HandleTableRow{HandleBytes: size, Create: perHandle * float64(GiB) / float64(size)})
+		rows = append(rows, HandleTableRow{HandleBytes: size, Create: perHandle * float64(units.GiB) / float64(size)})
 	}
 	fit := FitHandleCost(rows, colCreate)
 	assert.Equal(t, want, fit.Cost)
@@ -50,7 +51,7 @@ func TestH200FitsTheHandleTable(t *testing.T) {
 			assert.InDelta(t, tt.perGiB, us(tt.got.PerGiB), 0.05)
 			require.Len(t, fit.Residuals, len(tt.residualsPercent))
 			for i, r := range fit.Residuals {
-				assert.InDelta(t, tt.residualsPercent[i], 100*r, 1, "%s handles", FormatBytes(H200HandleTable[i].HandleBytes))
+				assert.InDelta(t, tt.residualsPercent[i], 100*r, 1, "%s handles", units.FormatBytes(H200HandleTable[i].HandleBytes))
 			}
 		})
 	}
@@ -67,15 +68,15 @@ func TestH200VMMCosts(t *testing.T) {
 		bytes uint64
 		want  time.Duration
 	}{
-		{stitch.CallCreate, 2 * MiB, H200.Create.PerHandle + H200.Create.PerGiB/512},
-		{stitch.CallCreate, 1 * GiB, H200.Create.PerHandle + H200.Create.PerGiB},
-		{stitch.CallMap, 4 * GiB, H200.Map.PerHandle + 4*H200.Map.PerGiB},
-		{stitch.CallSetAccess, 1 * GiB, H200.SetAccess.PerHandle + H200.SetAccess.PerGiB},
+		{stitch.CallCreate, 2 * units.MiB, H200.Create.PerHandle + H200.Create.PerGiB/512},
+		{stitch.CallCreate, 1 * units.GiB, H200.Create.PerHandle + H200.Create.PerGiB},
+		{stitch.CallMap, 4 * units.GiB, H200.Map.PerHandle + 4*H200.Map.PerGiB},
+		{stitch.CallSetAccess, 1 * units.GiB, H200.SetAccess.PerHandle + H200.SetAccess.PerGiB},
 		{stitch.CallUnmap, 0, H200.Unmap.PerHandle},
-		{stitch.CallRelease, 1 * GiB, H200.Release.PerHandle + H200.Release.PerGiB},
-		{stitch.CallReserve, 3 * GiB, 17 * time.Microsecond},
-		{stitch.CallReserve, 2 * MiB, 17 * time.Microsecond}, // per call, whatever the size
-		{stitch.CallFree, 3 * GiB, 17 * time.Microsecond},
+		{stitch.CallRelease, 1 * units.GiB, H200.Release.PerHandle + H200.Release.PerGiB},
+		{stitch.CallReserve, 3 * units.GiB, 17 * time.Microsecond},
+		{stitch.CallReserve, 2 * units.MiB, 17 * time.Microsecond}, // per call, whatever the size
+		{stitch.CallFree, 3 * units.GiB, 17 * time.Microsecond},
 		{stitch.CallRecordEvent, 0, 0},
 		{stitch.CallEventDone, 0, 0},
 		{stitch.CallDestroyEvent, 0, 0},
@@ -84,7 +85,7 @@ func TestH200VMMCosts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind.String(), func(t *testing.T) {
-			assert.Equal(t, tt.want, H200.VMM(tt.kind, tt.bytes), "%s of %s", tt.kind, FormatBytes(tt.bytes))
+			assert.Equal(t, tt.want, H200.VMM(tt.kind, tt.bytes), "%s of %s", tt.kind, units.FormatBytes(tt.bytes))
 		})
 	}
 }
@@ -96,10 +97,10 @@ func TestH200MallocCosts(t *testing.T) {
 		want  time.Duration
 	}{
 		{"below the smallest measured size: its figure", 512, 250 * time.Microsecond},
-		{"2 MiB, measured", 2 * MiB, 250 * time.Microsecond},
-		{"64 MiB, halfway in log2 between 2 MiB and 2 GiB", 64 * MiB, 190 * time.Microsecond},
-		{"2 GiB, measured", 2 * GiB, 130 * time.Microsecond},
-		{"above the largest measured size: its figure", 40 * GiB, 130 * time.Microsecond},
+		{"2 MiB, measured", 2 * units.MiB, 250 * time.Microsecond},
+		{"64 MiB, halfway in log2 between 2 MiB and 2 GiB", 64 * units.MiB, 190 * time.Microsecond},
+		{"2 GiB, measured", 2 * units.GiB, 130 * time.Microsecond},
+		{"above the largest measured size: its figure", 40 * units.GiB, 130 * time.Microsecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +108,7 @@ func TestH200MallocCosts(t *testing.T) {
 		})
 	}
 	assert.Equal(t, 600*time.Microsecond, H200.MallocFree(512))
-	assert.Equal(t, 600*time.Microsecond, H200.MallocFree(2*GiB))
+	assert.Equal(t, 600*time.Microsecond, H200.MallocFree(2*units.GiB))
 }
 
 // The model against measured figures it was not fitted to: the table's stitch (the same handles
@@ -115,13 +116,13 @@ func TestH200MallocCosts(t *testing.T) {
 // allocation. Within the documented errors (a unit slip would show here).
 func TestH200AgainstCompositeMeasurements(t *testing.T) {
 	for _, r := range H200HandleTable {
-		perHandle := r.StitchMap * float64(r.HandleBytes) / float64(GiB)
+		perHandle := r.StitchMap * float64(r.HandleBytes) / float64(units.GiB)
 		model := H200.VMM(stitch.CallMap, r.HandleBytes) + H200.VMM(stitch.CallSetAccess, r.HandleBytes)
-		assert.InEpsilon(t, perHandle, us(model), 0.16, "stitch over %s handles: %s", FormatBytes(r.HandleBytes), model)
+		assert.InEpsilon(t, perHandle, us(model), 0.16, "stitch over %s handles: %s", units.FormatBytes(r.HandleBytes), model)
 	}
 	var naive time.Duration // 2 GiB as 1024 handles of 2 MiB: create + map + set access each
 	for range 1024 {
-		naive += H200.VMM(stitch.CallCreate, 2*MiB) + H200.VMM(stitch.CallMap, 2*MiB) + H200.VMM(stitch.CallSetAccess, 2*MiB)
+		naive += H200.VMM(stitch.CallCreate, 2*units.MiB) + H200.VMM(stitch.CallMap, 2*units.MiB) + H200.VMM(stitch.CallSetAccess, 2*units.MiB)
 	}
 	assert.InEpsilon(t, float64(32*time.Millisecond), float64(naive), 0.4, "naive VMM allocation of 2 GiB: %s", naive)
 }
@@ -130,7 +131,7 @@ func TestFastLog2(t *testing.T) {
 	for exp := range 64 {
 		assert.Equal(t, float64(exp), fastLog2(1<<exp), "2^%d", exp)
 	}
-	for _, n := range []uint64{3, 5, 255, 1000, 3 * MiB, 1<<40 + 12345} {
+	for _, n := range []uint64{3, 5, 255, 1000, 3 * units.MiB, 1<<40 + 12345} {
 		assert.InDelta(t, math.Log2(float64(n)), fastLog2(n), 0.006, "%d", n)
 	}
 	r := rand.New(rand.NewPCG(1, 2))

@@ -6,31 +6,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gmlake/gmlake/baseline"
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
 )
-
-func TestGMLakeAdapter(t *testing.T) {
-	a, err := newSimGMLake(64*MiB, true)
-	require.NoError(t, err)
-	g := a.(*GMLake)
-	p, err := g.Alloc(5*MiB, 0)
-	require.NoError(t, err)
-	assert.GreaterOrEqual(t, g.Reserved(), 5*MiB)
-	assert.Positive(t, g.DriverCalls())
-	var sum uint64
-	for _, n := range g.CallsByKind() {
-		sum += n
-	}
-	assert.Equal(t, g.DriverCalls(), sum, "the kinds add up to the total")
-	require.NoError(t, g.Free(p, 5*MiB))
-	require.NoError(t, g.Check())
-
-	_, err = g.Alloc(65*MiB, 0)
-	assert.ErrorIs(t, err, ErrOutOfMemory, "larger than the capacity is out-of-memory under it")
-	var oom *OutOfMemoryError
-	assert.ErrorAs(t, err, &oom)
-	require.NoError(t, g.Close())
-}
 
 func TestGMLakeMinCapacityBetweenActiveAndReserved(t *testing.T) {
 	p := build(t, "a 0 12582912 0", "f 0", "a 1 14680064 0", "a 2 100 0", "f 2", "f 1")
@@ -38,14 +17,14 @@ func TestGMLakeMinCapacityBetweenActiveAndReserved(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, rep.MinCapacity)
 	assert.GreaterOrEqual(t, *rep.MinCapacity, rep.PeakActive)
-	assert.LessOrEqual(t, *rep.MinCapacity, roundUp(rep.PeakReserved, 2*MiB))
-	assert.Zero(t, *rep.MinCapacity%(2*MiB))
+	assert.LessOrEqual(t, *rep.MinCapacity, units.RoundUp(rep.PeakReserved, 2*units.MiB))
+	assert.Zero(t, *rep.MinCapacity%(2*units.MiB))
 }
 
 // The replay marks each iteration before its first request, in the repeated trace too.
 func TestReplayMarksIterations(t *testing.T) {
 	p := build(t, "a 0 100 0", "i 0", "a 1 100 0", "f 1", "i 1", "a 2 100 0", "f 2")
-	m := &markingDirect{Direct: NewDirect(NewSimDevice())}
+	m := &markingDirect{Direct: baseline.NewDirect(baseline.NewSimDevice())}
 	_, err := Replay(p, m, 0)
 	require.NoError(t, err)
 	assert.Equal(t, []uint64{1, 3}, m.callsAtMark, "marks after the setup's call and after iteration 0's two")
@@ -54,7 +33,7 @@ func TestReplayMarksIterations(t *testing.T) {
 	require.NoError(t, err)
 	rp, err := Prepare("repeated", rep.Trace)
 	require.NoError(t, err)
-	m = &markingDirect{Direct: NewDirect(NewSimDevice())}
+	m = &markingDirect{Direct: baseline.NewDirect(baseline.NewSimDevice())}
 	_, err = Replay(rp, m, 0)
 	require.NoError(t, err)
 	assert.Equal(t, []uint64{1, 3, 5, 7}, m.callsAtMark)
@@ -62,7 +41,7 @@ func TestReplayMarksIterations(t *testing.T) {
 
 // markingDirect records the driver calls made before each mark.
 type markingDirect struct {
-	*Direct
+	*baseline.Direct
 	callsAtMark []uint64
 }
 
@@ -76,13 +55,13 @@ func TestGMLakeMarkedAndUnmarked(t *testing.T) {
 			a, err := s.New(0)
 			require.NoError(t, err)
 			assert.Equal(t, name, a.Name())
-			_, ok := a.(IterationMarker)
+			_, ok := a.(baseline.IterationMarker)
 			assert.True(t, ok)
 			require.NoError(t, a.Close())
 			rep, err := Measure(p, s, MeasureOptions{Repeat: 2})
 			require.NoError(t, err)
 			assert.Equal(t, name, rep.Allocator)
-			assert.Equal(t, 12*MiB, rep.PeakActive)
+			assert.Equal(t, 12*units.MiB, rep.PeakActive)
 		})
 	}
 }
@@ -104,7 +83,7 @@ func TestSlackSpec(t *testing.T) {
 	assert.Greater(t, slack.PeakReserved, plain.PeakReserved)
 
 	_, err = SlackSpec("caching", 0.1)
-	assert.ErrorIs(t, err, ErrUnknown)
+	assert.ErrorIs(t, err, baseline.ErrUnknown)
 	_, err = SlackSpec("gmlake", 1.5)
 	assert.ErrorIs(t, err, stitch.ErrBadOption)
 }

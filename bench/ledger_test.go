@@ -4,7 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/driver/sim"
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,7 +29,7 @@ func checkLedger(t *testing.T, l *DriverLedger) map[string]CallTally {
 func TestMeteredDriver(t *testing.T) {
 	drv := sim.New()
 	metered := newMeteredDriver(drv, H200)
-	g, err := NewGMLake(metered)
+	g, err := baseline.NewGMLake(metered)
 	require.NoError(t, err)
 
 	check := func(when string) {
@@ -49,7 +51,7 @@ func TestMeteredDriver(t *testing.T) {
 	}
 
 	var ptrs []uintptr
-	sizes := []uint64{3 * MiB, 40 * MiB, 700 * KiB, 64 * MiB, 10 * MiB}
+	sizes := []uint64{3 * units.MiB, 40 * units.MiB, 700 * units.KiB, 64 * units.MiB, 10 * units.MiB}
 	for _, size := range sizes {
 		p, err := g.Alloc(size, 0)
 		require.NoError(t, err)
@@ -60,9 +62,9 @@ func TestMeteredDriver(t *testing.T) {
 	for i, p := range ptrs {
 		require.NoError(t, g.Free(p, sizes[i]))
 	}
-	p, err := g.Alloc(100*MiB, 0) // larger than any free block: stitched or new memory
+	p, err := g.Alloc(100*units.MiB, 0) // larger than any free block: stitched or new memory
 	require.NoError(t, err)
-	require.NoError(t, g.Free(p, 100*MiB))
+	require.NoError(t, g.Free(p, 100*units.MiB))
 	check("after a larger block")
 	require.NoError(t, g.Engine().EmptyCache())
 	check("after emptying the cache")
@@ -76,7 +78,7 @@ func TestMeteredDriver(t *testing.T) {
 // unmap of one of them one, and Release charges the handle's own size.
 func TestMeteredDriverCostsPerHandle(t *testing.T) {
 	metered := newMeteredDriver(sim.New(), H200)
-	sizes := []uint64{2 * MiB, 64 * MiB, 1 * GiB}
+	sizes := []uint64{2 * units.MiB, 64 * units.MiB, 1 * units.GiB}
 	var total uint64
 	for _, s := range sizes {
 		total += s
@@ -103,26 +105,26 @@ func TestMeteredDriverCostsPerHandle(t *testing.T) {
 	assert.Equal(t, want, got.Time-before.Time)
 
 	// A range over the first two handles costs two.
-	require.NoError(t, metered.SetAccess(base, 2*MiB+64*MiB))
+	require.NoError(t, metered.SetAccess(base, 2*units.MiB+64*units.MiB))
 	last := l.Tally()["set_access"]
 	assert.Equal(t, uint64(2), last.Handles-got.Handles)
-	assert.Equal(t, H200.SetAccess.Of(2*MiB)+H200.SetAccess.Of(64*MiB), last.Time-got.Time)
+	assert.Equal(t, H200.SetAccess.Of(2*units.MiB)+H200.SetAccess.Of(64*units.MiB), last.Time-got.Time)
 	// The bytes of each mapping a range covers, where it starts or ends inside one.
-	assert.Equal(t, []uint64{MiB, 64 * MiB, 3}, metered.covered(base+uintptr(MiB), MiB+64*MiB+3))
-	assert.Empty(t, metered.covered(base+uintptr(total), GiB))
+	assert.Equal(t, []uint64{units.MiB, 64 * units.MiB, 3}, metered.covered(base+uintptr(units.MiB), units.MiB+64*units.MiB+3))
+	assert.Empty(t, metered.covered(base+uintptr(total), units.GiB))
 
-	require.NoError(t, metered.Unmap(base+uintptr(2*MiB), 64*MiB))
-	assert.Equal(t, H200.Unmap.Of(64*MiB), l.Tally()["unmap"].Time)
+	require.NoError(t, metered.Unmap(base+uintptr(2*units.MiB), 64*units.MiB))
+	assert.Equal(t, H200.Unmap.Of(64*units.MiB), l.Tally()["unmap"].Time)
 	assert.Equal(t, uint64(1), l.Tally()["unmap"].Handles)
 	require.NoError(t, metered.Release(handles[1]))
-	assert.Equal(t, H200.Release.Of(64*MiB), l.Tally()["release"].Time)
+	assert.Equal(t, H200.Release.Of(64*units.MiB), l.Tally()["release"].Time)
 
 	// What is left mapped: the first and the last handle, a hole between.
-	require.NoError(t, metered.Unmap(base, 2*MiB))
-	require.NoError(t, metered.Unmap(base+uintptr(66*MiB), 1*GiB))
+	require.NoError(t, metered.Unmap(base, 2*units.MiB))
+	require.NoError(t, metered.Unmap(base+uintptr(66*units.MiB), 1*units.GiB))
 	unmap := l.Tally()["unmap"]
 	assert.Equal(t, uint64(3), unmap.Handles)
-	assert.Equal(t, H200.Unmap.Of(64*MiB)+H200.Unmap.Of(2*MiB)+H200.Unmap.Of(1*GiB), unmap.Time)
+	assert.Equal(t, H200.Unmap.Of(64*units.MiB)+H200.Unmap.Of(2*units.MiB)+H200.Unmap.Of(1*units.GiB), unmap.Time)
 	assert.Zero(t, metered.mappings.Len())
 	assert.Positive(t, l.Wall())
 }
@@ -130,17 +132,17 @@ func TestMeteredDriverCostsPerHandle(t *testing.T) {
 // Device-based allocators: the ledger's bytes allocated less bytes freed are the bytes they hold
 // from the device, and its calls are their successful DriverCalls.
 func TestDeviceLedgers(t *testing.T) {
-	newFirstFit := func() (Allocator, error) { return NewFirstFit(NewSimDevice(), 1*GiB) }
 	tests := []struct {
 		name string
-		make func() (Allocator, error)
-		held func(Allocator) uint64 // bytes held from the device
+		make func() (baseline.Allocator, error)
+		held func(baseline.Allocator) uint64 // bytes held from the device
 	}{
-		{"caching", func() (Allocator, error) { return NewCaching(NewSimDevice()), nil }, Allocator.Reserved},
-		{"direct", func() (Allocator, error) { return NewDirect(NewSimDevice()), nil }, Allocator.Reserved},
-		{"gorgonia", newFirstFit, func(a Allocator) uint64 { return a.(*FirstFit).ArenaSize() }},
+		{"caching", func() (baseline.Allocator, error) { return newSim(baseline.NameCaching, 0) }, baseline.Allocator.Reserved},
+		{"direct", func() (baseline.Allocator, error) { return newSim(baseline.NameDirect, 0) }, baseline.Allocator.Reserved},
+		{"gorgonia", func() (baseline.Allocator, error) { return newSim(baseline.NameGorgonia, 1*units.GiB) },
+			func(a baseline.Allocator) uint64 { return a.(meteredFirstFit).ArenaSize() }},
 	}
-	sizes := []uint64{512, 3 * MiB, 40 * MiB, 1024, 12 * MiB}
+	sizes := []uint64{512, 3 * units.MiB, 40 * units.MiB, 1024, 12 * units.MiB}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, err := tt.make()
@@ -173,17 +175,19 @@ func TestDeviceLedgers(t *testing.T) {
 // The replay books the estimated time per iteration, as it books calls.
 func TestReplayBooksDriverTime(t *testing.T) {
 	p := build(t, "a 0 1024 0", "i 0", "a 1 1024 0", "f 1", "i 1", "f 0")
-	run, err := Replay(p, NewDirect(NewSimDevice()), 0)
+	direct, err := newSim(baseline.NameDirect, 0)
+	require.NoError(t, err)
+	run, err := Replay(p, direct, 0)
 	require.NoError(t, err)
 	require.True(t, run.Timed)
 	assert.Equal(t, 250*time.Microsecond, run.SetupTime)
 	assert.Equal(t, map[int]time.Duration{0: 850 * time.Microsecond, 1: 600 * time.Microsecond}, run.IterTime)
 
-	untimed, err := Replay(p, untimedAllocator{NewDirect(NewSimDevice())}, 0)
+	untimed, err := Replay(p, untimedAllocator{baseline.NewDirect(baseline.NewSimDevice())}, 0)
 	require.NoError(t, err)
 	assert.False(t, untimed.Timed)
 	assert.Nil(t, untimed.IterTime)
 }
 
 // untimedAllocator hides its allocator's ledger.
-type untimedAllocator struct{ Allocator }
+type untimedAllocator struct{ baseline.Allocator }

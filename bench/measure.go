@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/gmlake/gmlake/internal/units"
 )
 
 // MeasureOptions says what Measure computes beyond the uncapped replay.
@@ -249,7 +251,7 @@ var ErrNotMonotone = errors.New("bench: no capacity found that replays without o
 // assumes that fitting is monotone in capacity. limit > 0 bounds its time.
 func MinCapacity(p *Prepared, spec Spec, peakActive, peakReserved, step uint64, limit time.Duration) (Bisection, error) {
 	if step == 0 {
-		step = 2 * MiB
+		step = 2 * units.MiB
 	}
 	var b Bisection
 	deadline := time.Now().Add(limit)
@@ -266,7 +268,7 @@ func MinCapacity(p *Prepared, spec Spec, peakActive, peakReserved, step uint64, 
 		return run.OOM == nil, nil
 	}
 	lo := (max(peakActive, 1) - 1) / step * step // below peak active: never fits
-	hi := roundUp(max(peakReserved, peakActive, 1), step)
+	hi := units.RoundUp(max(peakReserved, peakActive, 1), step)
 	for {
 		ok, err := fits(hi)
 		if err != nil {
@@ -275,8 +277,8 @@ func MinCapacity(p *Prepared, spec Spec, peakActive, peakReserved, step uint64, 
 		if ok {
 			break
 		}
-		if hi >= 16*roundUp(max(peakReserved, 1), step) {
-			return b, fmt.Errorf("%w: %s on %s, up to %s", ErrNotMonotone, spec.Name, p.Name, FormatBytes(hi))
+		if hi >= 16*units.RoundUp(max(peakReserved, 1), step) {
+			return b, fmt.Errorf("%w: %s on %s, up to %s", ErrNotMonotone, spec.Name, p.Name, units.FormatBytes(hi))
 		}
 		lo, hi = hi, hi*2
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gmlake/gmlake/baseline"
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/trace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,20 +43,20 @@ func TestMinCapacityKnownAnswers(t *testing.T) {
 		peakReserved uint64
 		minCapacity  uint64
 	}{
-		{"caching", 28 * MiB, 16 * MiB}, // the 100-byte request adds a 2 MiB small segment
-		{"direct", 14*MiB + 512, 16 * MiB},
-		{"gorgonia", 14*MiB + 256, 16 * MiB},
+		{"caching", 28 * units.MiB, 16 * units.MiB}, // the 100-byte request adds a 2 MiB small segment
+		{"direct", 14*units.MiB + 512, 16 * units.MiB},
+		{"gorgonia", 14*units.MiB + 256, 16 * units.MiB},
 	}
 	for _, tc := range tests {
 		t.Run(tc.alloc, func(t *testing.T) {
 			rep, err := Measure(p, spec(t, tc.alloc), MeasureOptions{MinCapacity: true})
 			require.NoError(t, err)
-			assert.Equal(t, 14*MiB+100, rep.PeakActive)
+			assert.Equal(t, 14*units.MiB+100, rep.PeakActive)
 			assert.Equal(t, tc.peakReserved, rep.PeakReserved)
 			require.NotNil(t, rep.MinCapacity)
 			assert.Equal(t, tc.minCapacity, *rep.MinCapacity)
 			assert.True(t, *rep.MinCapacityExact)
-			assert.InDelta(t, float64(tc.minCapacity)/float64(14*MiB+100), *rep.CapacityOverActive, 1e-9)
+			assert.InDelta(t, float64(tc.minCapacity)/float64(14*units.MiB+100), *rep.CapacityOverActive, 1e-9)
 		})
 	}
 }
@@ -74,16 +76,16 @@ func TestMinCapacityFineStep(t *testing.T) {
 
 func TestMeasureOOMAtCapacity(t *testing.T) {
 	p := build(t, "i 0", "a 0 12582912 0", "f 0", "i 1", "a 1 14680064 0", "a 2 4194304 0")
-	rep, err := Measure(p, spec(t, "direct"), MeasureOptions{Capacity: 16 * MiB})
+	rep, err := Measure(p, spec(t, "direct"), MeasureOptions{Capacity: 16 * units.MiB})
 	require.NoError(t, err)
 	require.True(t, rep.OOM)
 	require.NotNil(t, rep.OOMAt)
 	assert.Equal(t, 5, rep.OOMAt.Event)
 	assert.Equal(t, 1, rep.OOMAt.Iteration)
-	assert.Equal(t, 4*MiB, rep.OOMAt.Requested)
-	assert.Equal(t, 14*MiB, rep.OOMAt.Active)
+	assert.Equal(t, 4*units.MiB, rep.OOMAt.Requested)
+	assert.Equal(t, 14*units.MiB, rep.OOMAt.Active)
 
-	rep, err = Measure(p, spec(t, "direct"), MeasureOptions{Capacity: 18 * MiB})
+	rep, err = Measure(p, spec(t, "direct"), MeasureOptions{Capacity: 18 * units.MiB})
 	require.NoError(t, err)
 	assert.False(t, rep.OOM)
 	assert.Nil(t, rep.OOMAt)
@@ -164,19 +166,21 @@ func TestReplayBooksAllocatorTime(t *testing.T) {
 
 func TestReplayReportsAllocatorFailures(t *testing.T) {
 	p := build(t, "a 0 100 0", "f 0")
-	_, err := Measure(p, Spec{Name: "broken", New: func(uint64) (Allocator, error) { return brokenFree{NewDirect(NewSimDevice())}, nil }}, MeasureOptions{})
+	_, err := Measure(p, Spec{Name: "broken", New: func(uint64) (baseline.Allocator, error) {
+		return brokenFree{baseline.NewDirect(baseline.NewSimDevice())}, nil
+	}}, MeasureOptions{})
 	assert.ErrorIs(t, err, ErrReplay)
-	assert.ErrorIs(t, err, ErrSizeMismatch)
+	assert.ErrorIs(t, err, baseline.ErrSizeMismatch)
 }
 
 // brokenFree frees with the wrong size.
-type brokenFree struct{ *Direct }
+type brokenFree struct{ *baseline.Direct }
 
 func (b brokenFree) Free(ptr uintptr, size uint64) error { return b.Direct.Free(ptr, size+1) }
 
 func TestReplaySeries(t *testing.T) {
 	p := build(t, "a 0 1000 0", "a 1 1000 0", "f 0", "f 1")
-	run, err := Replay(p, NewDirect(NewSimDevice()), 2)
+	run, err := Replay(p, baseline.NewDirect(baseline.NewSimDevice()), 2)
 	require.NoError(t, err)
 	require.Len(t, run.Series, 2)
 	assert.Equal(t, Point{Event: 1, Active: 2000, Reserved: 2048}, run.Series[0])
@@ -190,8 +194,8 @@ func TestFragmentation(t *testing.T) {
 		want             float64
 	}{
 		{"nothing reserved", 0, 0, 0},
-		{"all used", 4 * MiB, 4 * MiB, 0},
-		{"a quarter idle", 3 * MiB, 4 * MiB, 0.25},
+		{"all used", 4 * units.MiB, 4 * units.MiB, 0},
+		{"a quarter idle", 3 * units.MiB, 4 * units.MiB, 0.25},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,8 +2,12 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/gmlake/gmlake/baseline"
+	"github.com/gmlake/gmlake/driver/sim"
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -11,43 +15,54 @@ import (
 // limit). Each replay gets a new instance, so runs do not share state.
 type Spec struct {
 	Name string
-	New  func(capacity uint64) (Allocator, error)
+	New  func(capacity uint64) (baseline.Allocator, error)
 }
 
-// AllocatorNames lists the simulated allocators, in report order.
-var AllocatorNames = []string{"gmlake", "gorgonia", "caching", "direct"}
+// AllocatorNames lists the simulated allocators of a default report, in report order.
+var AllocatorNames = []string{baseline.NameGMLake, baseline.NameGorgonia, baseline.NameCaching, baseline.NameDirect}
 
 // unboundedArena is the Gorgonia arena used when no capacity is set: big enough for any trace, and
 // harmless, since the simulated device hands out addresses, not memory.
 const unboundedArena = 1 << 50
 
-// SimSpec returns the named allocator on a simulated device whose memory is the capacity.
+// SimSpec returns the named allocator (one of baseline.Names) on a simulated device whose memory is
+// the capacity, its driver calls metered at the H200's costs.
 func SimSpec(name string) (Spec, error) {
-	var newAlloc func(capacity uint64) (Allocator, error)
-	switch name {
-	case "gmlake":
-		newAlloc = func(capacity uint64) (Allocator, error) { return newSimGMLake(capacity, true) }
-	case "gmlake-unmarked": // gmlake not told where iterations begin, to see what the marks do
-		newAlloc = func(capacity uint64) (Allocator, error) { return newSimGMLake(capacity, false) }
-	case "gorgonia":
-		newAlloc = func(capacity uint64) (Allocator, error) {
-			if capacity == 0 {
-				capacity = unboundedArena
-			}
-			return NewFirstFit(NewSimDevice(), capacity)
-		}
-	case "caching":
-		newAlloc = func(capacity uint64) (Allocator, error) {
-			return NewCaching(NewSimDevice(), WithLimit(capacity)), nil
-		}
-	case "direct":
-		newAlloc = func(capacity uint64) (Allocator, error) {
-			return NewDirect(NewSimDevice(WithDeviceCapacity(capacity))), nil
-		}
-	default:
-		return Spec{}, fmt.Errorf("%w %q (have %s, gmlake-unmarked)", ErrUnknown, name, strings.Join(AllocatorNames, ", "))
+	if !slices.Contains(baseline.Names, name) {
+		return Spec{}, fmt.Errorf("%w %q (have %s)", baseline.ErrUnknown, name, strings.Join(baseline.Names, ", "))
 	}
-	return Spec{Name: name, New: newAlloc}, nil
+	return Spec{Name: name, New: func(capacity uint64) (baseline.Allocator, error) { return newSim(name, capacity) }}, nil
+}
+
+// newSim makes the named allocator on a simulated device of capacity bytes (unlimited when 0), with
+// the ledger of its device or driver calls; engine options are added to gmlake's.
+func newSim(name string, capacity uint64, engine ...stitch.Option) (baseline.Allocator, error) {
+	cfg := baseline.Config{Capacity: capacity, Engine: engine}
+	var ledger *DriverLedger
+	switch name {
+	case baseline.NameGMLake, baseline.NameGMLakeUnmarked:
+		var drvOpts []sim.Option
+		if capacity > 0 {
+			drvOpts = append(drvOpts, sim.WithCapacity(capacity))
+		}
+		drv := newMeteredDriver(sim.New(drvOpts...), H200)
+		cfg.Driver, ledger = drv, drv.ledger
+	default:
+		var devOpts []baseline.SimDeviceOption
+		if name == baseline.NameGorgonia && capacity == 0 {
+			cfg.Capacity = unboundedArena
+		}
+		if name == baseline.NameDirect {
+			devOpts = append(devOpts, baseline.WithDeviceCapacity(capacity))
+		}
+		dev := newMeteredDevice(baseline.NewSimDevice(devOpts...), H200)
+		cfg.Device, ledger = dev, dev.ledger
+	}
+	a, err := baseline.New(name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return metered(a, ledger), nil
 }
 
 // SimSpecs resolves a list of names with SimSpec.
@@ -66,17 +81,16 @@ func SimSpecs(names []string) ([]Spec, error) {
 // SlackSpec returns gmlake or gmlake-unmarked with stitch.WithGrowthSlack(fraction), named
 // "NAME/slack=FRACTION", to replay beside the default engine.
 func SlackSpec(name string, fraction float64) (Spec, error) {
-	marked := name == "gmlake"
-	if !marked && name != "gmlake-unmarked" {
-		return Spec{}, fmt.Errorf("%w %q: growth slack applies to gmlake and gmlake-unmarked", ErrUnknown, name)
+	if name != baseline.NameGMLake && name != baseline.NameGMLakeUnmarked {
+		return Spec{}, fmt.Errorf("%w %q: growth slack applies to gmlake and gmlake-unmarked", baseline.ErrUnknown, name)
 	}
 	if !(fraction >= 0 && fraction < 1) {
 		return Spec{}, fmt.Errorf("%w: growth slack %v not in [0, 1)", stitch.ErrBadOption, fraction)
 	}
 	return Spec{
 		Name: fmt.Sprintf("%s/slack=%g", name, fraction),
-		New: func(capacity uint64) (Allocator, error) {
-			return newSimGMLake(capacity, marked, stitch.WithGrowthSlack(fraction))
+		New: func(capacity uint64) (baseline.Allocator, error) {
+			return newSim(name, capacity, stitch.WithGrowthSlack(fraction))
 		},
 	}, nil
 }
@@ -85,9 +99,9 @@ func SlackSpec(name string, fraction float64) (Spec, error) {
 // replay beside the default engine.
 func WarmupSpec(bytes uint64) Spec {
 	return Spec{
-		Name: fmt.Sprintf("gmlake/warmup=%dMiB", bytes/MiB),
-		New: func(capacity uint64) (Allocator, error) {
-			return newSimGMLake(capacity, true, stitch.WithWarmupGrowth(bytes))
+		Name: fmt.Sprintf("gmlake/warmup=%dMiB", bytes/units.MiB),
+		New: func(capacity uint64) (baseline.Allocator, error) {
+			return newSim(baseline.NameGMLake, capacity, stitch.WithWarmupGrowth(bytes))
 		},
 	}
 }

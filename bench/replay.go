@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/stitch"
 	"github.com/gmlake/gmlake/trace"
 )
@@ -122,16 +123,16 @@ var ErrReplay = errors.New("bench: replay failed")
 // Replay runs p through a. It stops at the first out-of-memory (Run.OOM says where) and fails on any
 // other error. series > 0 asks for about that many samples of active and reserved bytes (each the
 // maximum over its stretch of events). An allocator that is a Checker is checked at the end.
-func Replay(p *Prepared, a Allocator, series int) (*Run, error) {
+func Replay(p *Prepared, a baseline.Allocator, series int) (*Run, error) {
 	return replay(p, a, series, SteadyFrom)
 }
 
 // replay is Replay with Run.SteadyCallsByKind counted from iteration kindsFrom on.
-func replay(p *Prepared, a Allocator, series, kindsFrom int) (*Run, error) {
+func replay(p *Prepared, a baseline.Allocator, series, kindsFrom int) (*Run, error) {
 	rp := &replayer{p: p, a: a, ptrs: make([]uintptr, p.slots), iter: -1, kindsFrom: kindsFrom,
 		run: &Run{IterCalls: make(map[int]uint64), IterCPU: make(map[int]time.Duration), IterPairs: make(map[int]int)}}
-	rp.counter, _ = a.(CallCounter)
-	rp.marker, _ = a.(IterationMarker)
+	rp.counter, _ = a.(baseline.CallCounter)
+	rp.marker, _ = a.(baseline.IterationMarker)
 	if acct, ok := a.(DriverAccounter); ok && acct.DriverLedger() != nil {
 		rp.ledger = acct.DriverLedger()
 		rp.run.Timed, rp.run.IterTime = true, make(map[int]time.Duration)
@@ -161,7 +162,7 @@ func replay(p *Prepared, a Allocator, series, kindsFrom int) (*Run, error) {
 	rp.run.Elapsed, rp.run.Events = time.Since(start), len(p.ops)
 	rp.closeIteration()
 	rp.steadyByKind()
-	if c, ok := a.(Checker); ok {
+	if c, ok := a.(baseline.Checker); ok {
 		if err := c.Check(); err != nil {
 			return rp.run, fmt.Errorf("%w: %s: %s: invariants broken after replay: %w", ErrReplay, p.Name, a.Name(), err)
 		}
@@ -172,18 +173,18 @@ func replay(p *Prepared, a Allocator, series, kindsFrom int) (*Run, error) {
 // replayer is the state of one Replay.
 type replayer struct {
 	p      *Prepared
-	a      Allocator
+	a      baseline.Allocator
 	run    *Run
 	ptrs   []uintptr // address of each allocation, by slot
 	active uint64    // requested bytes live
 	iter   int       // iteration in progress, -1 before the first marker
 
-	lastCalls   uint64            // a.DriverCalls() when the iteration in progress began
-	counter     CallCounter       // a, if it counts calls by kind
-	marker      IterationMarker   // a, if it takes iteration marks
-	kindsFrom   int               // first iteration of steady state for counting calls by kind
-	steadyStart map[string]uint64 // counter's figures when steady state began
-	steadyIters int               // steady iterations begun
+	lastCalls   uint64                   // a.DriverCalls() when the iteration in progress began
+	counter     baseline.CallCounter     // a, if it counts calls by kind
+	marker      baseline.IterationMarker // a, if it takes iteration marks
+	kindsFrom   int                      // first iteration of steady state for counting calls by kind
+	steadyStart map[string]uint64        // counter's figures when steady state began
+	steadyIters int                      // steady iterations begun
 
 	ledger           *DriverLedger        // a's, if it keeps one
 	lastTime         time.Duration        // ledger.Time() when the iteration in progress began
@@ -202,7 +203,7 @@ func (rp *replayer) step(i int, o op) error {
 	switch o.kind {
 	case trace.Alloc:
 		ptr, err := rp.a.Alloc(o.size, o.stream)
-		if errors.Is(err, ErrOutOfMemory) {
+		if errors.Is(err, baseline.ErrOutOfMemory) {
 			rp.run.OOM = &OOMEvent{Event: i, Iteration: rp.iter, Requested: o.size, Active: rp.active,
 				Reserved: rp.a.Reserved(), Message: err.Error()}
 			return nil

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/dataparallel"
 	"github.com/gmlake/gmlake/driver/cuda"
 	"github.com/gmlake/gmlake/gpu"
@@ -14,18 +14,18 @@ import (
 // Allocator names the memory every rank's tensors come from.
 type Allocator string
 
-// The allocators a Trainer can run on.
+// The allocators a Trainer can run on, by their names in baseline.Names.
 const (
 	// GMLake is one stitching engine per GPU over driver/cuda (dataparallel.Pools).
-	GMLake Allocator = "gmlake"
-	// Gorgonia is Gorgonia's pool algorithm (bench.FirstFit) over one cuMemAlloc arena per GPU.
-	Gorgonia Allocator = "gorgonia"
+	GMLake Allocator = baseline.NameGMLake
+	// Gorgonia is Gorgonia's pool algorithm (baseline.FirstFit) over one cuMemAlloc arena per GPU.
+	Gorgonia Allocator = baseline.NameGorgonia
 	// Direct is one cuMemAlloc/cuMemFree per tensor.
-	Direct Allocator = "direct"
+	Direct Allocator = baseline.NameDirect
 )
 
-// ErrAllocator is returned for an unknown Allocator.
-var ErrAllocator = errors.New("gpudp: unknown allocator")
+// ErrAllocator (baseline.ErrUnknown) is returned for an unknown Allocator.
+var ErrAllocator = baseline.ErrUnknown
 
 // RankMemory is what one GPU's allocator held, in bytes.
 type RankMemory struct {
@@ -38,12 +38,12 @@ type RankMemory struct {
 // memorySource is the per-rank allocator behind a gpu.Device, as the Trainer keeps it.
 type memorySource struct {
 	kind   Allocator
-	pools  *dataparallel.Pools // gmlake: one engine per rank
-	arenas []*bench.FirstFit   // gorgonia: one arena per rank
-	drv    []*cuda.Driver      // gorgonia: the drivers the arenas came from
+	pools  *dataparallel.Pools  // gmlake: one engine per rank
+	arenas []*baseline.FirstFit // gorgonia: one arena per rank
+	drv    []*cuda.Driver       // gorgonia: the drivers the arenas came from
 }
 
-// cudaDevice is cuMemAlloc memory as bench.Device, for the Gorgonia pool's arena.
+// cudaDevice is cuMemAlloc memory as baseline.Device, for the Gorgonia pool's arena.
 type cudaDevice struct{ d *cuda.Driver }
 
 func (c cudaDevice) Malloc(size uint64) (uintptr, error) { return c.d.MemAlloc(size) }
@@ -78,7 +78,7 @@ func newMemorySource(kind Allocator, devices []int, arena uint64) (*memorySource
 				}
 				size = free / 10 * 9 / (2 << 20) * (2 << 20)
 			}
-			a, err := bench.NewFirstFit(cudaDevice{d}, size)
+			a, err := baseline.NewFirstFit(cudaDevice{d}, size)
 			if err != nil {
 				return nil, errors.Join(fmt.Errorf("gpudp: GPU %d: %w", ordinal, err), ms.close())
 			}

@@ -7,8 +7,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/driver/sim"
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
 	"github.com/gmlake/gmlake/trace"
 	"gonum.org/v1/plot"
@@ -44,10 +46,10 @@ func compare(out io.Writer, workload string, t *trace.Trace, granularity uint64,
 				reports = append(reports, rep)
 				minCap, ratio := "-", "-"
 				if rep.MinCapacity != nil {
-					minCap, ratio = bench.FormatBytes(*rep.MinCapacity), fmt.Sprintf("%.3f", *rep.CapacityOverActive)
+					minCap, ratio = units.FormatBytes(*rep.MinCapacity), fmt.Sprintf("%.3f", *rep.CapacityOverActive)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%s\t%s\t\n", name, bench.FormatBytes(rep.PeakActive),
-					bench.FormatBytes(rep.PeakReserved), rep.Fragmentation, minCap, ratio)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%s\t%s\t\n", name, units.FormatBytes(rep.PeakActive),
+					units.FormatBytes(rep.PeakReserved), rep.Fragmentation, minCap, ratio)
 				continue
 			}
 		}
@@ -73,12 +75,12 @@ func compare(out io.Writer, workload string, t *trace.Trace, granularity uint64,
 // gmlakeSpec is the stitching engine on a simulated driver with the run's granularity, so the
 // replay matches the real run's configuration.
 func gmlakeSpec(granularity uint64, engineOpts []stitch.Option) bench.Spec {
-	return bench.Spec{Name: "gmlake", New: func(capacity uint64) (bench.Allocator, error) {
+	return bench.Spec{Name: "gmlake", New: func(capacity uint64) (baseline.Allocator, error) {
 		opts := []sim.Option{sim.WithGranularity(granularity)}
 		if capacity > 0 {
 			opts = append(opts, sim.WithCapacity(capacity))
 		}
-		return bench.NewGMLake(sim.New(opts...), append([]stitch.Option{stitch.WithCapacity(capacity)}, engineOpts...)...)
+		return baseline.NewGMLake(sim.New(opts...), append([]stitch.Option{stitch.WithCapacity(capacity)}, engineOpts...)...)
 	}}
 }
 

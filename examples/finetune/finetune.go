@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/models"
 	"github.com/gmlake/gmlake/trace"
 	"github.com/gmlake/gmlake/train"
@@ -245,12 +246,12 @@ func (r runResult) print(out io.Writer, c cli, workload string, t *trace.Trace, 
 		workload, c.Steps, r.elapsed.Seconds(), float64(r.elapsed.Milliseconds())/float64(c.Steps), r.shapes)
 	fmt.Fprintf(out, "loss: held-out %.3f -> %.3f, training %.3f -> %.3f\n", r.before, r.after, r.first, r.last)
 	fmt.Fprintf(out, "weights in allocator memory: %s; last step's program: %d steps, %d recomputed, %s offloaded, %d results copied from the Go heap\n",
-		bench.FormatBytes(uint64(r.weightBytes)), r.machine.ProgramLen, r.machine.Recomputed,
-		bench.FormatBytes(uint64(r.machine.OffloadedBytes)), r.machine.CopiedResults)
+		units.FormatBytes(uint64(r.weightBytes)), r.machine.ProgramLen, r.machine.Recomputed,
+		units.FormatBytes(uint64(r.machine.OffloadedBytes)), r.machine.CopiedResults)
 	if live.ok {
 		frag := bench.Fragmentation(live.peakActive, live.peakReserved)
 		fmt.Fprintf(out, "gmlake (real host memory) during the run: peak active %s, peak reserved %s, fragmentation %.3f\n",
-			bench.FormatBytes(live.peakActive), bench.FormatBytes(live.peakReserved), frag)
+			units.FormatBytes(live.peakActive), units.FormatBytes(live.peakReserved), frag)
 	}
 	fmt.Fprintf(out, "trace: %d events, %d iterations; total time %.1fs\n", len(t.Events), len(t.Iterations()), total.Seconds())
 }

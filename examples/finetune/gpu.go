@@ -12,6 +12,7 @@ import (
 	"github.com/gmlake/gmlake/gpu"
 	"github.com/gmlake/gmlake/gpu/graphexec"
 	"github.com/gmlake/gmlake/gpu/pool"
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/models"
 	"github.com/gmlake/gmlake/train"
 )
@@ -129,7 +130,7 @@ func (g *gpuRun) run(out io.Writer, workload string, start time.Time) error {
 		workload, c.Steps, elapsed.Seconds(), float64(elapsed.Milliseconds())/float64(c.Steps), len(g.graphs))
 	fmt.Fprintf(out, "loss: held-out %.3f -> %.3f, training %.3f -> %.3f\n", before, after, first, last)
 	fmt.Fprintf(out, "gmlake (GPU memory) during the run: peak active %s, peak reserved %s, fragmentation %.3f, %d driver calls; total time %.1fs\n",
-		bench.FormatBytes(mem.PeakLiveBytes), bench.FormatBytes(reserved), frag, g.pool.DriverCalls(), time.Since(start).Seconds())
+		units.FormatBytes(mem.PeakLiveBytes), units.FormatBytes(reserved), frag, g.pool.DriverCalls(), time.Since(start).Seconds())
 	return nil
 }
 

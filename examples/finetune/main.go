@@ -22,7 +22,7 @@ import (
 	"os"
 
 	"github.com/alecthomas/kong"
-	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/internal/units"
 )
 
 type cli struct {
@@ -52,9 +52,9 @@ type cli struct {
 
 	Device         string      `default:"auto" enum:"auto,cpu,gpu" help:"Where the measured fine-tuning runs: gpu (on gmlake's GPU memory), cpu, or auto (the GPU when the machine has one)."`
 	Allocator      string      `default:"gmlake" enum:"gmlake,go" help:"Memory for the CPU run: gmlake (stitched host memory) or go (the Go heap)."`
-	Granularity    bench.Bytes `default:"0" help:"gmlake's unit of physical memory for the CPU run (0: the host's page size, 4KiB on most machines; 2MiB on a GPU)."`
-	SmallThreshold bench.Bytes `default:"0" help:"gmlake serves requests below this from small pages (0: half the granularity, as 1MiB on a GPU)."`
-	MinStitch      bench.Bytes `default:"0" help:"gmlake never stitches free pieces below this (0: half the granularity, as 1MiB on a GPU)."`
+	Granularity    units.Bytes `default:"0" help:"gmlake's unit of physical memory for the CPU run (0: the host's page size, 4KiB on most machines; 2MiB on a GPU)."`
+	SmallThreshold units.Bytes `default:"0" help:"gmlake serves requests below this from small pages (0: half the granularity, as 1MiB on a GPU)."`
+	MinStitch      units.Bytes `default:"0" help:"gmlake never stitches free pieces below this (0: half the granularity, as 1MiB on a GPU)."`
 	Trace          string      `help:"Write the run's allocation trace to this file (.gz: gzip'd)."`
 	Plot           string      `default:"finetune-memory.png" help:"Write the memory timeline PNG here (empty: none)."`
 	Compare        bool        `default:"true" negatable:"" help:"Replay the trace through gmlake, the Gorgonia pool and the caching allocator."`
@@ -87,7 +87,7 @@ func main() {
 // and 0.002 (2026-11-29, 2-core VM).
 func (c *cli) scaleMemory() {
 	if c.Granularity == 0 {
-		c.Granularity = bench.Bytes(os.Getpagesize())
+		c.Granularity = units.Bytes(os.Getpagesize())
 	}
 	if c.SmallThreshold == 0 {
 		c.SmallThreshold = c.Granularity / 2

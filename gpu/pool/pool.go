@@ -1,44 +1,38 @@
 package pool
 
 import (
-	"errors"
 	"fmt"
 
-	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/driver/cuda"
 	"github.com/gmlake/gmlake/stitch"
 )
 
-// Names are the allocators New knows, in the order results list them.
-var Names = []string{"gmlake", "gorgonia", "direct"}
+// Names are the allocators of baseline.Names that New runs on a GPU, in the order results list
+// them.
+var Names = []string{baseline.NameGMLake, baseline.NameGorgonia, baseline.NameDirect}
 
-// ErrUnknown is returned by New for a name not in Names.
-var ErrUnknown = errors.New("pool: unknown allocator")
+// ErrUnknown (baseline.ErrUnknown) is returned by New for a name not in Names.
+var ErrUnknown = baseline.ErrUnknown
 
-// Pool is device memory for a gpu.Device, with the counters the comparison reports.
+// Pool is device memory for a gpu.Device, with the counters the comparison reports. Reserved is the
+// device memory held now, PeakReserved its high-water mark; for "gorgonia" both are the arena's
+// high-water mark: the smallest arena that would have served the run (the arena itself, the
+// capacity, is taken whole at the start). DriverCalls counts the CUDA calls made for memory so far
+// (VMM calls for gmlake, cuMemAlloc/cuMemFree for the others).
 type Pool interface {
-	Name() string
-	Alloc(size uint64, s stitch.Stream) (uintptr, error)
-	Free(ptr uintptr, size uint64) error
-	// Reserved is the device memory held now; PeakReserved its high-water mark. For "gorgonia" both
-	// are the arena's high-water mark: the smallest arena that would have served the run (the arena
-	// itself, the capacity, is taken whole at the start).
-	Reserved() uint64
+	baseline.Allocator
 	PeakReserved() uint64
-	// DriverCalls counts the CUDA calls made for memory so far (VMM calls for gmlake,
-	// cuMemAlloc/cuMemFree for the others).
-	DriverCalls() uint64
 	// Trim returns cached memory no live block uses to the device (gmlake's EmptyCache; the others
 	// cache nothing they could return: the arena is one allocation, direct caches nothing).
 	Trim() error
-	Close() error
 }
 
 // New returns the named pool over drv holding at most capacity bytes (0: the device's memory, and
 // for "gorgonia" an arena of 80% of the free memory).
 func New(name string, drv *cuda.Driver, capacity uint64) (Pool, error) {
 	switch name {
-	case "gmlake":
+	case baseline.NameGMLake:
 		var opts []stitch.Option
 		if capacity > 0 {
 			opts = append(opts, stitch.WithCapacity(capacity))
@@ -48,7 +42,7 @@ func New(name string, drv *cuda.Driver, capacity uint64) (Pool, error) {
 			return nil, err
 		}
 		return engine{e}, nil
-	case "gorgonia":
+	case baseline.NameGorgonia:
 		arena := capacity
 		if arena == 0 {
 			free, _, err := drv.MemInfo()
@@ -57,13 +51,13 @@ func New(name string, drv *cuda.Driver, capacity uint64) (Pool, error) {
 			}
 			arena = free / 5 * 4
 		}
-		f, err := bench.NewFirstFit(&device{drv: drv}, arena)
+		f, err := baseline.NewFirstFit(&device{drv: drv}, arena)
 		if err != nil {
 			return nil, err
 		}
 		return &peaked{Allocator: f}, nil
-	case "direct":
-		return &peaked{Allocator: bench.NewDirect(&device{drv: drv, capacity: capacity})}, nil
+	case baseline.NameDirect:
+		return &peaked{Allocator: baseline.NewDirect(&device{drv: drv, capacity: capacity})}, nil
 	}
 	return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknown, name, Names)
 }
@@ -78,7 +72,7 @@ type engine struct{ *stitch.Engine }
 
 func (e engine) Alloc(size uint64, _ stitch.Stream) (uintptr, error) { return e.Engine.Alloc(size, 0) }
 
-func (engine) Name() string                     { return "gmlake" }
+func (engine) Name() string                     { return baseline.NameGMLake }
 func (e engine) Reserved() uint64               { return e.Stats().ReservedBytes }
 func (e engine) PeakReserved() uint64           { return e.Stats().PeakReservedBytes }
 func (e engine) DriverCalls() uint64            { return e.Stats().TotalDriverCalls() }
@@ -101,9 +95,9 @@ func (e engine) CallsByKind() map[string]uint64 {
 	return out
 }
 
-// peaked adds the peak of Reserved to a bench allocator.
+// peaked adds the peak of Reserved to a baseline allocator.
 type peaked struct {
-	bench.Allocator
+	baseline.Allocator
 	peak uint64
 }
 
@@ -118,7 +112,7 @@ func (p *peaked) Alloc(size uint64, s stitch.Stream) (uintptr, error) {
 func (p *peaked) PeakReserved() uint64 { return p.peak }
 func (p *peaked) Trim() error          { return nil }
 
-// device is cuMemAlloc/cuMemFree (driver/cuda) as a bench.Device, refusing to hold more than
+// device is cuMemAlloc/cuMemFree (driver/cuda) as a baseline.Device, refusing to hold more than
 // capacity bytes (rounded as cudaMalloc rounds, to 512) when capacity > 0.
 type device struct {
 	drv      *cuda.Driver
@@ -130,7 +124,7 @@ type device struct {
 func (d *device) Malloc(size uint64) (uintptr, error) {
 	n := (size + 511) / 512 * 512
 	if d.capacity > 0 && d.used+n > d.capacity {
-		return 0, fmt.Errorf("cuMemAlloc %d bytes with %d of %d in use: %w", size, d.used, d.capacity, bench.ErrOutOfMemory)
+		return 0, fmt.Errorf("cuMemAlloc %d bytes with %d of %d in use: %w", size, d.used, d.capacity, baseline.ErrOutOfMemory)
 	}
 	p, err := d.drv.MemAlloc(size)
 	if err != nil {

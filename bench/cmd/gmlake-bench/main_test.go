@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -224,19 +225,19 @@ func TestWriteTargets(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	reports := map[string][]bench.Report{
 		"a.trace.gz": {
-			{Trace: "a.trace.gz", Allocator: "gmlake", PeakActive: 100 * bench.MiB, SteadyDriverMsMax: f(0.5),
+			{Trace: "a.trace.gz", Allocator: "gmlake", PeakActive: 100 * units.MiB, SteadyDriverMsMax: f(0.5),
 				WarmupDriverMsMax: f(20), CapacityOverActive: f(1.004), SteadyNsPerPair: f(1200),
 				Convergence: &bench.Convergence{Repetitions: 4}},
-			{Trace: "a.trace.gz", Allocator: "gorgonia", PeakActive: 100 * bench.MiB, SteadyNsPerPair: f(1000)},
+			{Trace: "a.trace.gz", Allocator: "gorgonia", PeakActive: 100 * units.MiB, SteadyNsPerPair: f(1000)},
 		},
 		"b.trace.gz": {
-			{Trace: "b.trace.gz", Allocator: "gmlake", PeakActive: 100 * bench.MiB, SteadyDriverMsMax: f(3),
+			{Trace: "b.trace.gz", Allocator: "gmlake", PeakActive: 100 * units.MiB, SteadyDriverMsMax: f(3),
 				WarmupDriverMsMax: f(5), CapacityOverActive: f(1.009), SteadyNsPerPair: f(2000),
 				Convergence: &bench.Convergence{Repetitions: 4, ConvergedCallsPerIter: 2}},
-			{Trace: "b.trace.gz", Allocator: "gorgonia", PeakActive: 100 * bench.MiB, SteadyNsPerPair: f(1000)},
+			{Trace: "b.trace.gz", Allocator: "gorgonia", PeakActive: 100 * units.MiB, SteadyNsPerPair: f(1000)},
 		},
 	}
-	anchors := []bench.Anchor{{Trace: "b.trace.gz", Allocator: "pytorch-expandable", MinCapacity: 100*bench.MiB + bench.MiB/2}}
+	anchors := []bench.Anchor{{Trace: "b.trace.gz", Allocator: "pytorch-expandable", MinCapacity: 100*units.MiB + units.MiB/2}}
 	var b strings.Builder
 	writeTargets(&b, []string{"a.trace.gz", "b.trace.gz"}, reports, anchors, map[string]float64{"a": 0.1})
 	out := b.String()

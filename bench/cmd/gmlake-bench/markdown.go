@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/internal/units"
 )
 
 // writeMarkdownFile writes the report that `make bench` commits as results/bench/RESULTS.md.
@@ -242,9 +243,9 @@ func writeDetail(b *strings.Builder, names []string, byTrace map[string][]bench.
 			}
 			minCap := "-"
 			if r.MinCapacity != nil {
-				minCap = bench.FormatGiB(*r.MinCapacity)
+				minCap = units.FormatGiB(*r.MinCapacity)
 			}
-			cells := []string{n, r.Allocator, bench.FormatGiB(r.PeakActive), bench.FormatGiB(r.PeakReserved),
+			cells := []string{n, r.Allocator, units.FormatGiB(r.PeakActive), units.FormatGiB(r.PeakReserved),
 				fmt.Sprintf("%.3f", r.Fragmentation), minCap, mdRatio(r), fmt.Sprint(r.SetupDriverCalls),
 				calls(r.WarmupDriverCallsPerIter), calls(r.SteadyDriverCallsPerIter), steadyIters(r),
 				forcedCalls(r), novelCalls(r), ms(r.SteadyDriverMsPerIter), novelMs(r)}
@@ -254,8 +255,8 @@ func writeDetail(b *strings.Builder, names []string, byTrace map[string][]bench.
 			row(append(cells, fmt.Sprintf("%.0f", r.NsPerPair)))
 		}
 		for _, a := range anchorsFor(n, anchors) {
-			row([]string{n, a.Allocator, bench.FormatGiB(a.PeakActive), bench.FormatGiB(a.PeakReserved),
-				fmt.Sprintf("%.3f", a.Fragmentation), bench.FormatGiB(a.MinCapacity), fmt.Sprintf("%.3f", a.CapacityOverActive)})
+			row([]string{n, a.Allocator, units.FormatGiB(a.PeakActive), units.FormatGiB(a.PeakReserved),
+				fmt.Sprintf("%.3f", a.Fragmentation), units.FormatGiB(a.MinCapacity), fmt.Sprintf("%.3f", a.CapacityOverActive)})
 		}
 	}
 	b.WriteString("\n")
@@ -309,7 +310,7 @@ func writeCachingCheck(b *strings.Builder, names []string, byTrace map[string][]
 }
 
 func relative(ours, theirs uint64) string {
-	return fmt.Sprintf("%s / %s (%+.1f%%)", bench.FormatGiB(ours), bench.FormatGiB(theirs), 100*(float64(ours)/float64(theirs)-1))
+	return fmt.Sprintf("%s / %s (%+.1f%%)", units.FormatGiB(ours), units.FormatGiB(theirs), 100*(float64(ours)/float64(theirs)-1))
 }
 
 // writeBinding says, for each trace, what gmlake could not serve one bisection step below its
@@ -322,8 +323,8 @@ func writeBinding(b *strings.Builder, names []string, byTrace map[string][]bench
 				continue
 			}
 			o := r.MinCapacityBinding
-			rows = append(rows, fmt.Sprintf("| %s | %s | %d | %s | %s |", n, bench.FormatBytes(o.Requested), o.Iteration,
-				bench.FormatBytes(o.Active), bindingCause(o.Message)))
+			rows = append(rows, fmt.Sprintf("| %s | %s | %d | %s | %s |", n, units.FormatBytes(o.Requested), o.Iteration,
+				units.FormatBytes(o.Active), bindingCause(o.Message)))
 		}
 	}
 	if len(rows) == 0 {
@@ -349,8 +350,8 @@ func bindingCause(msg string) string {
 	var free, pieces, largest, reach uint64
 	if n, _ := fmt.Sscanf(cause, "%d bytes free in %d pieces, largest %d, stitching reaches %d",
 		&free, &pieces, &largest, &reach); n == 4 {
-		return fmt.Sprintf("%s in %d pieces (largest %s); a stitch reaches %s", bench.FormatBytes(free), pieces,
-			bench.FormatBytes(largest), bench.FormatBytes(reach))
+		return fmt.Sprintf("%s in %d pieces (largest %s); a stitch reaches %s", units.FormatBytes(free), pieces,
+			units.FormatBytes(largest), units.FormatBytes(reach))
 	}
 	return cause
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/internal/units"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -62,7 +63,7 @@ func writePlots(dir string, traces []*bench.Prepared, reports []bench.Report) er
 func addLine(p *plot.Plot, series []bench.Point, label string, c color.RGBA, y func(bench.Point) uint64, dashes ...vg.Length) error {
 	xy := make(plotter.XYs, len(series))
 	for i, pt := range series {
-		xy[i].X, xy[i].Y = float64(pt.Event), float64(y(pt))/float64(bench.GiB)
+		xy[i].X, xy[i].Y = float64(pt.Event), float64(y(pt))/float64(units.GiB)
 	}
 	line, err := plotter.NewLine(xy)
 	if err != nil {

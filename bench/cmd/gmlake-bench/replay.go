@@ -14,15 +14,16 @@ import (
 	"time"
 
 	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/schollz/progressbar/v3"
 )
 
 type replayCmd struct {
 	Allocators   []string      `default:"gmlake,gorgonia,caching,direct" sep:"," help:"Allocators to run (${default}; also gmlake-unmarked: gmlake not told where iterations begin)."`
 	MinCapacity  bool          `help:"Bisect the smallest capacity that replays without out-of-memory."`
-	Step         bench.Bytes   `default:"2MiB" help:"Resolution of the capacity bisection."`
+	Step         units.Bytes   `default:"2MiB" help:"Resolution of the capacity bisection."`
 	TimeLimit    time.Duration `default:"5m" help:"Longest one bisection may take; past it the bound found so far is reported."`
-	Capacity     bench.Bytes   `help:"Also replay under this capacity (e.g. 40GiB) and report out-of-memory."`
+	Capacity     units.Bytes   `help:"Also replay under this capacity (e.g. 40GiB) and report out-of-memory."`
 	JSON         bool          `name:"json" help:"One JSON object per line per (trace, allocator)."`
 	Plot         string        `type:"path" placeholder:"DIR" help:"Write a PNG per trace of active and reserved bytes over the trace."`
 	Markdown     string        `type:"path" placeholder:"FILE" help:"Write a markdown report, with PyTorch's figures from --anchors beside ours."`
@@ -30,7 +31,7 @@ type replayCmd struct {
 	Steps        []string      `type:"existingfile" sep:"," placeholder:"FILE,..." help:"PyTorch's training step per trace (pytorch-steps.jsonl), the driver-time targets of --markdown."`
 	Repeat       int           `default:"0" placeholder:"N" help:"Also replay the iterations N times in a row (resident allocations once) and report driver calls per iteration in the last repetition; 0 = off."`
 	GrowthSlack  []float64     `sep:"," placeholder:"F,..." help:"Also replay gmlake with stitch.WithGrowthSlack(F), as gmlake/slack=F: headroom traded for fewer driver calls (needs gmlake in --allocators)."`
-	WarmupGrowth []bench.Bytes `name:"warmup-growth" sep:"," placeholder:"BYTES,..." help:"Also replay gmlake with stitch.WithWarmupGrowth(BYTES), as gmlake/warmup=BYTES: growth in large steps until an iteration is remembered (needs gmlake in --allocators)."`
+	WarmupGrowth []units.Bytes `name:"warmup-growth" sep:"," placeholder:"BYTES,..." help:"Also replay gmlake with stitch.WithWarmupGrowth(BYTES), as gmlake/warmup=BYTES: growth in large steps until an iteration is remembered (needs gmlake in --allocators)."`
 	Jobs         int           `default:"1" help:"(trace, allocator) pairs measured at once; >1 makes ns/pair noisier."`
 	Quiet        bool          `help:"No progress bar."`
 	Traces       []string      `arg:"" type:"existingfile" name:"TRACE" help:"Trace files."`

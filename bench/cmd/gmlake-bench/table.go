@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/internal/units"
 )
 
 // tableColumns says which optional columns the table has.
@@ -111,7 +112,7 @@ func convergedAfter(r bench.Report) string {
 	return fmt.Sprintf("%d of %d", *r.ConvergedAfter, r.Repetitions)
 }
 
-func gib(n uint64) string { return fmt.Sprintf("%.3f GiB", float64(n)/float64(bench.GiB)) }
+func gib(n uint64) string { return fmt.Sprintf("%.3f GiB", float64(n)/float64(units.GiB)) }
 
 func gibPtr(n *uint64, exact *bool) string {
 	if n == nil {
@@ -141,7 +142,7 @@ func oomText(r bench.Report) string {
 	if r.OOMAt == nil {
 		return "no"
 	}
-	return fmt.Sprintf("event %d (iter %d, %s asked)", r.OOMAt.Event, r.OOMAt.Iteration, bench.FormatBytes(r.OOMAt.Requested))
+	return fmt.Sprintf("event %d (iter %d, %s asked)", r.OOMAt.Event, r.OOMAt.Iteration, units.FormatBytes(r.OOMAt.Requested))
 }
 
 func nsPtr(v *float64) string {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/driver/cuda"
 	"github.com/gmlake/gmlake/driver/sim"
 	"github.com/gmlake/gmlake/stitch"
@@ -15,16 +15,16 @@ const granularity = 2 << 20
 
 // newEngineAllocator is the stitching engine over d as a bench.Allocator, holding at most capacity
 // bytes (0: whatever d has).
-func newEngineAllocator(d stitch.Driver, capacity uint64) (*bench.GMLake, error) {
+func newEngineAllocator(d stitch.Driver, capacity uint64) (*baseline.GMLake, error) {
 	var opts []stitch.Option
 	if capacity > 0 {
 		opts = append(opts, stitch.WithCapacity(capacity))
 	}
-	return bench.NewGMLake(d, opts...)
+	return baseline.NewGMLake(d, opts...)
 }
 
 // simGMLake is the engine over the simulated driver with the capacity as the device's memory.
-func simGMLake(capacity uint64) (bench.Allocator, error) {
+func simGMLake(capacity uint64) (baseline.Allocator, error) {
 	opts := []sim.Option{sim.WithGranularity(granularity)}
 	if capacity > 0 {
 		opts = append(opts, sim.WithCapacity(capacity))

@@ -40,6 +40,7 @@ import (
 
 	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/driver/cuda"
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/trace"
 )
 
@@ -100,7 +101,7 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 			}
 			device = total
 			v, _ := cuda.DriverVersion()
-			header = fmt.Sprintf("GPU replay on %s (%s, driver API %d), %s", drv.Name(), bench.FormatGiB(total)+" GiB", v,
+			header = fmt.Sprintf("GPU replay on %s (%s, driver API %d), %s", drv.Name(), units.FormatGiB(total)+" GiB", v,
 				time.Now().UTC().Format("2006-01-02"))
 			fmt.Fprintln(stderr, header)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/stitch"
 )
@@ -156,7 +157,7 @@ func (t timedDriver) MemInfo() (free, total uint64, err error) {
 
 // timedDevice is a bench.Device that times every call of the device it wraps.
 type timedDevice struct {
-	d     bench.Device
+	d     baseline.Device
 	clock *callClock
 }
 

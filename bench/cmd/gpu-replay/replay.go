@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/trace"
 )
@@ -84,7 +85,7 @@ type result struct {
 // ends the replay (result.oom says where); any other error fails it. With trackReserved the
 // allocator's Reserved is read after every allocation (cheap for the baselines; the engine reports
 // its own peak). limit > 0 stops the replay after about that long (result.partial).
-func replay(p *prepared, a bench.Allocator, clock *callClock, st *streams, trackReserved bool, limit time.Duration) (*result, error) {
+func replay(p *prepared, a baseline.Allocator, clock *callClock, st *streams, trackReserved bool, limit time.Duration) (*result, error) {
 	begin := time.Now()
 	start := begin
 	r := &result{iterPairs: make(map[int]int), iterWall: make(map[int]time.Duration)}
@@ -111,7 +112,7 @@ func replay(p *prepared, a bench.Allocator, clock *callClock, st *streams, track
 			if err != nil {
 				closePart(time.Now())
 				r.events = i
-				if errors.Is(err, bench.ErrOutOfMemory) {
+				if errors.Is(err, baseline.ErrOutOfMemory) {
 					r.oom = &bench.OOMEvent{Event: i, Iteration: iter, Requested: o.size, Active: active,
 						Reserved: a.Reserved(), Message: err.Error()}
 					return r, nil
@@ -144,7 +145,7 @@ func replay(p *prepared, a bench.Allocator, clock *callClock, st *streams, track
 			clock.now, clock.iter = cur, iter
 			r.iterOrder = append(r.iterOrder, iter)
 			r.iters[cur]++
-			if m, ok := a.(bench.IterationMarker); ok {
+			if m, ok := a.(baseline.IterationMarker); ok {
 				m.MarkIteration() // as gmlake-bench does: gmlake replays a recurring shape's placements
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -203,8 +204,8 @@ func markdown(w io.Writer, recs []record, header string) {
 			if ref == nil {
 				ref = s
 			}
-			row = append(row, bench.FormatGiB(ref.PeakActive))
-			reserved := cell(func(r *record) string { return bench.FormatGiB(r.PeakReserved) }, g) + " / " + cell(func(r *record) string { return bench.FormatGiB(r.PeakReserved) }, s)
+			row = append(row, units.FormatGiB(ref.PeakActive))
+			reserved := cell(func(r *record) string { return units.FormatGiB(r.PeakReserved) }, g) + " / " + cell(func(r *record) string { return units.FormatGiB(r.PeakReserved) }, s)
 			if g != nil && g.Partial {
 				reserved += " (partial)"
 			}
@@ -295,7 +296,7 @@ func markdownRepeated(w io.Writer, recs []record) {
 		}
 		calls := func(r *record) string { return fmt.Sprintf("%.1f", r.Phases["last_repetition"].CallsPerIter) }
 		pair := func(r *record) string { return fmt.Sprintf("%.0f", r.Phases["last_repetition"].NsPerPair) }
-		gib := func(r *record) string { return bench.FormatGiB(r.PeakReserved) }
+		gib := func(r *record) string { return units.FormatGiB(r.PeakReserved) }
 		driverMs := "–"
 		if g != nil && g.Error == "" {
 			driverMs = ms(g.Phases["last_repetition"].DriverNs)
@@ -351,7 +352,7 @@ func markdownTargets(w io.Writer, recs []record, steps map[string]float64) {
 		}
 		peakCell := "–"
 		if s := find(t, "gmlake", "sim", "uncapped"); s != nil {
-			peakCell = fmt.Sprintf("%s / %s", bench.FormatGiB(g.PeakReserved), bench.FormatGiB(s.PeakReserved))
+			peakCell = fmt.Sprintf("%s / %s", units.FormatGiB(g.PeakReserved), units.FormatGiB(s.PeakReserved))
 			if g.PeakReserved == s.PeakReserved {
 				peakCell += " (equal)"
 			}

@@ -9,9 +9,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/driver/cuda"
 	"github.com/gmlake/gmlake/driver/sim"
+	"github.com/gmlake/gmlake/internal/units"
 )
 
 // unboundedArena lets the simulated first-fit pool grow to its high-water mark.
@@ -78,7 +80,7 @@ func (c *cli) simRuns(p *prepared, prior map[string]record, device uint64, log i
 	ff := base
 	ff.Allocator, ff.Run = "gorgonia", "arena"
 	clock := &callClock{}
-	pool, err := bench.NewFirstFit(timedDevice{d: bench.NewSimDevice(), clock: clock}, unboundedArena)
+	pool, err := baseline.NewFirstFit(timedDevice{d: baseline.NewSimDevice(), clock: clock}, unboundedArena)
 	if err == nil {
 		var r *result
 		r, err = replay(p, pool, clock, &streams{}, false, 0)
@@ -200,7 +202,7 @@ func (c *cli) gpuFirstFit(p *prepared, drv *cuda.Driver, arena uint64) record {
 	rec := newGPURecord(p, drv, "gorgonia", "arena")
 	rec.Capacity = arena
 	clock := &callClock{}
-	pool, err := bench.NewFirstFit(timedDevice{d: cudaDevice{drv}, clock: clock}, arena)
+	pool, err := baseline.NewFirstFit(timedDevice{d: cudaDevice{drv}, clock: clock}, arena)
 	if err == nil {
 		var r *result
 		r, err = replay(p, pool, clock, &streams{d: drv}, false, 0)
@@ -218,7 +220,7 @@ func (c *cli) gpuFirstFit(p *prepared, drv *cuda.Driver, arena uint64) record {
 func (c *cli) gpuDirect(p *prepared, drv *cuda.Driver) record {
 	rec := newGPURecord(p, drv, "direct", "uncapped")
 	clock := &callClock{}
-	d := bench.NewDirect(timedDevice{d: cudaDevice{drv}, clock: clock})
+	d := baseline.NewDirect(timedDevice{d: cudaDevice{drv}, clock: clock})
 	r, err := replay(p, d, clock, &streams{d: drv}, true, c.DirectLimit)
 	if r != nil {
 		rec.fill(r, clock)
@@ -247,7 +249,7 @@ func (c *cli) progress(w io.Writer, r *record, took time.Duration) {
 	}
 	extra := ""
 	if r.MinCapacity > 0 {
-		extra = fmt.Sprintf(" min capacity %s GiB (%.4f × active, exact %v)", bench.FormatGiB(r.MinCapacity), r.CapacityOverActive, r.MinCapacityExact)
+		extra = fmt.Sprintf(" min capacity %s GiB (%.4f × active, exact %v)", units.FormatGiB(r.MinCapacity), r.CapacityOverActive, r.MinCapacityExact)
 	}
 	if last, ok := r.Phases["last_repetition"]; ok {
 		extra += fmt.Sprintf(" last of %d repetitions: %.1f calls/iter, %s ms in driver, %.0f ns/pair;",
@@ -259,7 +261,7 @@ func (c *cli) progress(w io.Writer, r *record, took time.Duration) {
 			st.NsPerPair, st.CallsPerIter, ms(r.Phases["setup"].DriverNs), ms(r.Phases["warmup"].DriverNs), ms(st.DriverNs))
 	}
 	fmt.Fprintf(w, "%-44s %-8s %-4s %-18s peak reserved %s GiB%s  %s  [%.1fs]\n",
-		r.Trace, r.Allocator, r.Driver, r.Run, bench.FormatGiB(r.PeakReserved), extra, status, took.Seconds())
+		r.Trace, r.Allocator, r.Driver, r.Run, units.FormatGiB(r.PeakReserved), extra, status, took.Seconds())
 }
 
 func roundUp(n, to uint64) uint64 { return (n + to - 1) / to * to }

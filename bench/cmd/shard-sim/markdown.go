@@ -6,8 +6,7 @@ import (
 	"strings"
 
 	"github.com/gmlake/gmlake/dataparallel/shardsim"
-
-	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/internal/units"
 )
 
 // writeMarkdown writes one table per workload: a line per world size, per allocator the worst
@@ -49,7 +48,7 @@ func writeMarkdown(w io.Writer, c *cli, rows []shardsim.Row) error {
 		for i < len(rows) && rows[i].Workload == wl {
 			r := rows[i]
 			br := r.Breakdown
-			fmt.Fprintf(&b, "| %d | %d | %s | %s |", r.Ranks, len(r.Measured), bench.FormatGiB(uint64(br.Optimizer+br.Master)), bench.FormatGiB(r.PeakActive))
+			fmt.Fprintf(&b, "| %d | %d | %s | %s |", r.Ranks, len(r.Measured), units.FormatGiB(uint64(br.Optimizer+br.Master)), units.FormatGiB(r.PeakActive))
 			calls := "–"
 			for range allocs {
 				r := rows[i]
@@ -60,7 +59,7 @@ func writeMarkdown(w io.Writer, c *cli, rows []shardsim.Row) error {
 				if !r.Exact {
 					exact = " ≤"
 				}
-				fmt.Fprintf(&b, " %s | %.3f |%s %.3f |", bench.FormatGiB(r.PeakReserved), r.Fragmentation, exact, r.CapacityOverActive)
+				fmt.Fprintf(&b, " %s | %.3f |%s %.3f |", units.FormatGiB(r.PeakReserved), r.Fragmentation, exact, r.CapacityOverActive)
 				i++
 			}
 			fmt.Fprintf(&b, " %s |\n", calls)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/internal/units"
 )
 
 // markdown is one line per (world size, allocator): the worst GPU's figures and the step times.
@@ -26,8 +26,8 @@ func markdown(c *cli, results []Result) string {
 			active, reserved = max(active, m.PeakActive), max(reserved, m.PeakReserved)
 			frag, calls = max(frag, m.Fragmentation), max(calls, m.DriverCalls)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %.3f | %d | %.1f | %.0f | %s |\n", r.World, r.Allocator, bench.FormatGiB(active),
-			bench.FormatGiB(reserved), frag, calls, r.SteadyMs, r.WarmupMs, r.Error)
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %.3f | %d | %.1f | %.0f | %s |\n", r.World, r.Allocator, units.FormatGiB(active),
+			units.FormatGiB(reserved), frag, calls, r.SteadyMs, r.WarmupMs, r.Error)
 	}
 	return b.String()
 }

@@ -29,8 +29,8 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/gpu/pool"
+	"github.com/gmlake/gmlake/internal/units"
 )
 
 type cli struct {
@@ -39,7 +39,7 @@ type cli struct {
 	Steps       int           `default:"20" help:"Training steps per allocator (warm-up included)."`
 	Batch       int           `default:"4" help:"Batch of the timed run (and the start of the batch search)."`
 	Seqs        []int         `default:"128,256,384,512" help:"Sequence lengths, varied from step to step."`
-	Capacity    bench.Bytes   `default:"40GiB" help:"Device memory each allocator may hold (the Gorgonia arena's size)."`
+	Capacity    units.Bytes   `default:"40GiB" help:"Device memory each allocator may hold (the Gorgonia arena's size)."`
 	Recompute   bool          `default:"true" negatable:"" help:"Per-block activation recomputation."`
 	Offload     bool          `help:"Offload each block's saved activations to pinned host memory."`
 	LoRA        []string      `name:"lora" default:"c_attn,c_fc,c_proj" help:"LoRA targets (rank 16, alpha 32)."`

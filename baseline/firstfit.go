@@ -1,10 +1,11 @@
-package bench
+package baseline
 
 import (
 	"errors"
 	"fmt"
 	"sort"
 
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -38,7 +39,6 @@ type FirstFit struct {
 	used      map[uint64]uint64 // offset -> rounded size of each allocated block
 	highWater uint64            // largest end offset ever allocated
 	calls     uint64
-	ledger    *DriverLedger // bytes and estimated time (H200) of the arena's Malloc and Free
 }
 
 // Gorgonia's bfc constants.
@@ -52,21 +52,20 @@ func NewFirstFit(dev Device, arenaSize uint64) (*FirstFit, error) {
 	if arenaSize < firstFitMin {
 		return nil, fmt.Errorf("gorgonia: arena of %d bytes: %w", arenaSize, ErrInvalidSize)
 	}
-	f := &FirstFit{dev: dev, arena: arenaSize, used: make(map[uint64]uint64), calls: 1, ledger: newDriverLedger(H200)}
+	f := &FirstFit{dev: dev, arena: arenaSize, used: make(map[uint64]uint64), calls: 1}
 	base, err := dev.Malloc(arenaSize)
 	if err != nil {
 		return nil, fmt.Errorf("gorgonia: arena: %w", err)
 	}
-	f.ledger.malloc(arenaSize)
 	f.base = base
 	f.free.insert(0, 0, arenaSize, nil)
 	return f, nil
 }
 
 // Name implements Allocator.
-func (f *FirstFit) Name() string { return "gorgonia" }
+func (f *FirstFit) Name() string { return NameGorgonia }
 
-func firstFitSize(size uint64) uint64 { return roundUp(max(size, firstFitMin), firstFitAlign) }
+func firstFitSize(size uint64) uint64 { return units.RoundUp(max(size, firstFitMin), firstFitAlign) }
 
 // Alloc implements Allocator.
 func (f *FirstFit) Alloc(size uint64, _ stitch.Stream) (uintptr, error) {
@@ -129,15 +128,9 @@ func (f *FirstFit) Close() error {
 	}
 	f.calls++
 	err := f.dev.Free(f.base)
-	if err == nil {
-		f.ledger.mallocFree(f.arena)
-	}
 	f.dev = nil
 	return err
 }
-
-// DriverLedger implements DriverAccounter.
-func (f *FirstFit) DriverLedger() *DriverLedger { return f.ledger }
 
 // Check implements Checker: free blocks are in bounds, disjoint from each other and from used
 // blocks, never adjacent (coalescing is eager), and free plus used bytes cover the arena.

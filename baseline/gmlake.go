@@ -1,20 +1,19 @@
-package bench
+package baseline
 
 import (
 	"errors"
 	"fmt"
 
-	"github.com/gmlake/gmlake/driver/sim"
 	"github.com/gmlake/gmlake/stitch"
 )
 
-// GMLake adapts the stitching engine to Allocator. Reserved is the engine's physical bytes and
-// DriverCalls every driver call it made, of every kind.
+// GMLake adapts the stitching engine (package stitch) to Allocator, so that it is compared with the
+// baselines through the same interface. Reserved is the engine's physical bytes and DriverCalls
+// every driver call it made, of every kind.
 type GMLake struct {
 	eng      *stitch.Engine
-	capacity uint64        // as given to WithCapacity, for error messages; 0 if not known
-	unmarked bool          // MarkIteration does nothing
-	ledger   *DriverLedger // the bytes and estimated time of its driver calls; nil if not metered
+	capacity uint64 // as given to stitch.WithCapacity, for error messages; 0 if not known
+	unmarked bool   // MarkIteration does nothing
 }
 
 // NewGMLake builds the engine over d.
@@ -26,29 +25,12 @@ func NewGMLake(d stitch.Driver, opts ...stitch.Option) (*GMLake, error) {
 	return &GMLake{eng: eng}, nil
 }
 
-// newSimGMLake is the engine over a simulated driver with capacity bytes of physical memory (the
-// simulator's default, 1 TiB, when 0), its calls metered at the H200's costs; marked says whether
-// it is told where iterations begin; opts are added to the capacity.
-func newSimGMLake(capacity uint64, marked bool, opts ...stitch.Option) (Allocator, error) {
-	var drvOpts []sim.Option
-	if capacity > 0 {
-		drvOpts = append(drvOpts, sim.WithCapacity(capacity))
-	}
-	drv := newMeteredDriver(sim.New(drvOpts...), H200)
-	g, err := NewGMLake(drv, append([]stitch.Option{stitch.WithCapacity(capacity)}, opts...)...)
-	if err != nil {
-		return nil, err
-	}
-	g.capacity, g.unmarked, g.ledger = capacity, !marked, drv.ledger
-	return g, nil
-}
-
 // Name implements Allocator.
 func (g *GMLake) Name() string {
 	if g.unmarked {
-		return "gmlake-unmarked"
+		return NameGMLakeUnmarked
 	}
-	return "gmlake"
+	return NameGMLake
 }
 
 // MarkIteration implements IterationMarker: it passes the mark on to the engine
@@ -94,9 +76,6 @@ func (g *GMLake) Engine() *stitch.Engine { return g.eng }
 
 // Close implements Allocator.
 func (g *GMLake) Close() error { return g.eng.Close() }
-
-// DriverLedger implements DriverAccounter: nil unless the adapter was made by SimSpec.
-func (g *GMLake) DriverLedger() *DriverLedger { return g.ledger }
 
 // CallsByKind implements CallCounter.
 func (g *GMLake) CallsByKind() map[string]uint64 {

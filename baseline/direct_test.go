@@ -1,14 +1,15 @@
-package bench
+package baseline
 
 import (
 	"testing"
 
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestDirectOneDeviceCallPerRequest(t *testing.T) {
-	d := NewDirect(NewSimDevice(WithDeviceCapacity(4 * KiB)))
+	d := NewDirect(NewSimDevice(WithDeviceCapacity(4 * units.KiB)))
 	p, err := d.Alloc(1000, 0)
 	require.NoError(t, err)
 	q, err := d.Alloc(3000, 0)
@@ -22,25 +23,4 @@ func TestDirectOneDeviceCallPerRequest(t *testing.T) {
 	require.NoError(t, d.Close())
 	assert.Equal(t, uint64(0), d.Reserved())
 	assert.Equal(t, uint64(5), d.DriverCalls(), "3 mallocs (one failed) and 2 frees")
-}
-
-func TestParseBytes(t *testing.T) {
-	tests := []struct {
-		in   string
-		want uint64
-		bad  bool
-	}{
-		{in: "40GiB", want: 40 << 30}, {in: "40 GiB", want: 40 << 30}, {in: "1.5g", want: 3 << 29},
-		{in: "512MiB", want: 512 << 20}, {in: "2MB", want: 2_000_000}, {in: "4096", want: 4096},
-		{in: "12 parsecs", bad: true}, {in: "-1GiB", bad: true}, {in: "", bad: true},
-	}
-	for _, tc := range tests {
-		got, err := ParseBytes(tc.in)
-		if tc.bad {
-			assert.Error(t, err, tc.in)
-			continue
-		}
-		require.NoError(t, err, tc.in)
-		assert.Equal(t, tc.want, got, tc.in)
-	}
 }

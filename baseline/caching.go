@@ -1,8 +1,9 @@
-package bench
+package baseline
 
 import (
 	"fmt"
 
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -29,7 +30,6 @@ type Caching struct {
 	live     map[uintptr]*cachedBlock // allocated blocks by address
 	reserved uint64                   // bytes in segments
 	calls    uint64                   // Device calls
-	ledger   *DriverLedger            // bytes and estimated time (H200) of the successful Device calls
 }
 
 // cachePool names a free list: one per stream and pool size class.
@@ -68,8 +68,7 @@ func WithLimit(bytes uint64) CachingOption { return func(c *Caching) { c.limit =
 
 // NewCaching returns an empty caching allocator over dev.
 func NewCaching(dev Device, opts ...CachingOption) *Caching {
-	c := &Caching{dev: dev, pools: make(map[cachePool]*treap), live: make(map[uintptr]*cachedBlock),
-		ledger: newDriverLedger(H200)}
+	c := &Caching{dev: dev, pools: make(map[cachePool]*treap), live: make(map[uintptr]*cachedBlock)}
 	for _, o := range opts {
 		o(c)
 	}
@@ -77,9 +76,11 @@ func NewCaching(dev Device, opts ...CachingOption) *Caching {
 }
 
 // Name implements Allocator.
-func (c *Caching) Name() string { return "caching" }
+func (c *Caching) Name() string { return NameCaching }
 
-func cacheRoundSize(size uint64) uint64 { return roundUp(max(size, cacheMinBlock), cacheMinBlock) }
+func cacheRoundSize(size uint64) uint64 {
+	return units.RoundUp(max(size, cacheMinBlock), cacheMinBlock)
+}
 
 func cacheSegmentSize(rounded uint64) uint64 {
 	switch {
@@ -88,7 +89,7 @@ func cacheSegmentSize(rounded uint64) uint64 {
 	case rounded < cacheMinLargeAlloc:
 		return cacheLargeBuffer
 	}
-	return roundUp(rounded, cacheRoundLarge)
+	return units.RoundUp(rounded, cacheRoundLarge)
 }
 
 func (c *Caching) freeList(p cachePool) *treap {
@@ -154,11 +155,7 @@ func (c *Caching) malloc(size uint64) (uintptr, error) {
 		return 0, ErrOutOfMemory
 	}
 	c.calls++
-	p, err := c.dev.Malloc(size)
-	if err == nil {
-		c.ledger.malloc(size)
-	}
-	return p, err
+	return c.dev.Malloc(size)
 }
 
 // releaseCached returns every wholly free segment to the device (PyTorch's release_cached_blocks).
@@ -176,7 +173,6 @@ func (c *Caching) releaseCached() {
 			if err := c.dev.Free(b.ptr); err != nil {
 				continue // the device keeps it; so do we
 			}
-			c.ledger.mallocFree(b.size)
 			free.delete(b.size, uint64(b.ptr))
 			c.reserved -= b.size
 		}
@@ -232,9 +228,6 @@ func (c *Caching) Reserved() uint64 { return c.reserved }
 // DriverCalls implements Allocator.
 func (c *Caching) DriverCalls() uint64 { return c.calls }
 
-// DriverLedger implements DriverAccounter.
-func (c *Caching) DriverLedger() *DriverLedger { return c.ledger }
-
 // Close implements Allocator: it frees live blocks, then every segment.
 func (c *Caching) Close() error {
 	for p, b := range c.live {
@@ -244,7 +237,7 @@ func (c *Caching) Close() error {
 	}
 	c.releaseCached()
 	if c.reserved != 0 {
-		return fmt.Errorf("caching: %s still reserved after close", FormatBytes(c.reserved))
+		return fmt.Errorf("caching: %s still reserved after close", units.FormatBytes(c.reserved))
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
-package bench
+package baseline
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gmlake/gmlake/internal/units"
+)
 
 // SimDevice is an accounting-only Device: it hands out distinct addresses, never memory, and refuses
 // a Malloc that would take the bytes in use past its capacity. Sizes are rounded up to its alignment
@@ -38,13 +42,13 @@ func NewSimDevice(opts ...SimDeviceOption) *SimDevice {
 // Malloc implements Device.
 func (d *SimDevice) Malloc(size uint64) (uintptr, error) {
 	d.calls++
-	size = roundUp(max(size, 1), d.align)
+	size = units.RoundUp(max(size, 1), d.align)
 	if d.capacity != 0 && d.used+size > d.capacity {
 		return 0, fmt.Errorf("sim device: malloc %s with %s of %s in use: %w",
-			FormatBytes(size), FormatBytes(d.used), FormatBytes(d.capacity), ErrOutOfMemory)
+			units.FormatBytes(size), units.FormatBytes(d.used), units.FormatBytes(d.capacity), ErrOutOfMemory)
 	}
 	p := d.next
-	d.next += uintptr(roundUp(size, 1<<21)) // keep segments apart, as a real address space would
+	d.next += uintptr(units.RoundUp(size, 1<<21)) // keep segments apart, as a real address space would
 	d.sizes[p] = size
 	d.used += size
 	d.peak = max(d.peak, d.used)
@@ -67,5 +71,3 @@ func (d *SimDevice) Free(ptr uintptr) error {
 func (d *SimDevice) Used() uint64  { return d.used }
 func (d *SimDevice) Peak() uint64  { return d.peak }
 func (d *SimDevice) Calls() uint64 { return d.calls }
-
-func roundUp(n, to uint64) uint64 { return (n + to - 1) / to * to }

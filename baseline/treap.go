@@ -1,4 +1,4 @@
-package bench
+package baseline
 
 // treap is an ordered set of nodes keyed by a pair (hi, lo), compared hi first. Each node carries a
 // value, and every subtree knows its largest value, so "the first node in key order whose value is

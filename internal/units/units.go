@@ -1,4 +1,6 @@
-package bench
+// Package units reads and writes byte counts ("40GiB", "12.80 GiB") for commands, reports and
+// error messages.
+package units
 
 import (
 	"fmt"
@@ -42,7 +44,7 @@ func ParseBytes(s string) (uint64, error) {
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || v < 0 {
-		return 0, fmt.Errorf("bench: bad size %q", s)
+		return 0, fmt.Errorf("units: bad size %q", s)
 	}
 	mult, ok := map[string]float64{
 		"": 1, "b": 1,
@@ -52,7 +54,7 @@ func ParseBytes(s string) (uint64, error) {
 		"t": 1 << 40, "ti": 1 << 40, "tib": 1 << 40, "tb": 1e12,
 	}[unit]
 	if !ok {
-		return 0, fmt.Errorf("bench: bad size unit in %q", s)
+		return 0, fmt.Errorf("units: bad size unit in %q", s)
 	}
 	return uint64(v * mult), nil
 }
@@ -68,3 +70,6 @@ func (b *Bytes) UnmarshalText(text []byte) error {
 }
 
 func (b Bytes) String() string { return FormatBytes(uint64(b)) }
+
+// RoundUp is n rounded up to a multiple of to (to > 0).
+func RoundUp(n, to uint64) uint64 { return (n + to - 1) / to * to }

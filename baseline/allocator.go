@@ -1,14 +1,16 @@
-package bench
+package baseline
 
 import (
 	"errors"
 	"fmt"
 
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
 )
 
-// Allocator is what the replay drives: one memory allocator under test. Implementations need not be
-// safe for concurrent use.
+// Allocator is one memory allocator under comparison: what the replays of package bench drive and
+// what the GPU tools (gpu/pool, the data-parallel trainer, gpu-train) allocate tensors from.
+// Implementations need not be safe for concurrent use.
 type Allocator interface {
 	// Name is the allocator's short name, as given to --allocators.
 	Name() string
@@ -57,10 +59,11 @@ var ErrOutOfMemory = stitch.ErrOutOfMemory
 
 // Errors an allocator returns for a bad Free.
 var (
-	ErrUnknownPointer = errors.New("bench: free of a pointer that is not allocated")
-	ErrSizeMismatch   = errors.New("bench: free with a size other than the allocated one")
-	ErrUnknown        = errors.New("bench: unknown allocator")
-	ErrInvalidSize    = errors.New("bench: invalid size")
+	ErrUnknownPointer = errors.New("baseline: free of a pointer that is not allocated")
+	ErrSizeMismatch   = errors.New("baseline: free with a size other than the allocated one")
+	ErrUnknown        = errors.New("baseline: unknown allocator")
+	ErrMissingMemory  = errors.New("baseline: no memory to allocate from")
+	ErrInvalidSize    = errors.New("baseline: invalid size")
 )
 
 // OutOfMemoryError says why an allocator could not satisfy a request.
@@ -75,7 +78,7 @@ type OutOfMemoryError struct {
 
 func (e *OutOfMemoryError) Error() string {
 	return fmt.Sprintf("%s: out of memory: asked %s with %s reserved of capacity %s; %d free pieces, largest %s",
-		e.Allocator, FormatBytes(e.Requested), FormatBytes(e.Reserved), FormatBytes(e.Capacity), e.Pieces, FormatBytes(e.Largest))
+		e.Allocator, units.FormatBytes(e.Requested), units.FormatBytes(e.Reserved), units.FormatBytes(e.Capacity), e.Pieces, units.FormatBytes(e.Largest))
 }
 
 // Is makes errors.Is(err, ErrOutOfMemory) true.

@@ -1,4 +1,4 @@
-package bench
+package baseline
 
 import (
 	"math/rand/v2"

@@ -1,8 +1,9 @@
-package bench
+package baseline
 
 import (
 	"fmt"
 
+	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -13,16 +14,15 @@ type Direct struct {
 	live     map[uintptr]uint64 // requested size of each live block
 	reserved uint64             // sum of the rounded sizes of live blocks
 	calls    uint64
-	ledger   *DriverLedger // bytes and estimated time (H200) of the successful Device calls
 }
 
 // NewDirect returns a Direct allocator over dev.
 func NewDirect(dev Device) *Direct {
-	return &Direct{dev: dev, live: make(map[uintptr]uint64), ledger: newDriverLedger(H200)}
+	return &Direct{dev: dev, live: make(map[uintptr]uint64)}
 }
 
 // Name implements Allocator.
-func (d *Direct) Name() string { return "direct" }
+func (d *Direct) Name() string { return NameDirect }
 
 // Alloc implements Allocator.
 func (d *Direct) Alloc(size uint64, _ stitch.Stream) (uintptr, error) {
@@ -31,9 +31,8 @@ func (d *Direct) Alloc(size uint64, _ stitch.Stream) (uintptr, error) {
 	if err != nil {
 		return 0, fmt.Errorf("direct: %w", err)
 	}
-	d.ledger.malloc(size)
 	d.live[p] = size
-	d.reserved += roundUp(size, 512)
+	d.reserved += units.RoundUp(size, 512)
 	return p, nil
 }
 
@@ -50,9 +49,8 @@ func (d *Direct) Free(ptr uintptr, size uint64) error {
 	if err := d.dev.Free(ptr); err != nil {
 		return fmt.Errorf("direct: %w", err)
 	}
-	d.ledger.mallocFree(size)
 	delete(d.live, ptr)
-	d.reserved -= roundUp(size, 512)
+	d.reserved -= units.RoundUp(size, 512)
 	return nil
 }
 
@@ -61,9 +59,6 @@ func (d *Direct) Reserved() uint64 { return d.reserved }
 
 // DriverCalls implements Allocator.
 func (d *Direct) DriverCalls() uint64 { return d.calls }
-
-// DriverLedger implements DriverAccounter.
-func (d *Direct) DriverLedger() *DriverLedger { return d.ledger }
 
 // Close implements Allocator.
 func (d *Direct) Close() error {
