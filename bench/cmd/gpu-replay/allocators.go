@@ -13,7 +13,7 @@ import (
 // granularity is CUDA's on the H200, and the simulator's here, so both runs make the same choices.
 const granularity = 2 << 20
 
-// newEngineAllocator is the stitching engine over d as a bench.Allocator, holding at most capacity
+// newEngineAllocator is the stitching engine over d as a baseline.Allocator, holding at most capacity
 // bytes (0: whatever d has).
 func newEngineAllocator(d stitch.Driver, capacity uint64) (*baseline.GMLake, error) {
 	var opts []stitch.Option
