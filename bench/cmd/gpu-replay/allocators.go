@@ -34,7 +34,7 @@ func simGMLake(capacity uint64) (baseline.Allocator, error) {
 	return newEngineAllocator(sim.New(opts...), capacity)
 }
 
-// cudaDevice is plain cuMemAlloc/cuMemFree memory as a bench.Device.
+// cudaDevice is plain cuMemAlloc/cuMemFree memory as a baseline.Device.
 type cudaDevice struct{ d *cuda.Driver }
 
 func (c cudaDevice) Malloc(size uint64) (uintptr, error) { return c.d.MemAlloc(size) }

@@ -51,7 +51,7 @@ type callClock struct {
 	nanos  [numPhases]int64
 	// iterNanos: time in calls in each iteration, by iteration number.
 	iterNanos map[int]int64
-	// Per driver call kind, for stitch.Driver calls (a bench.Device's calls have no kind).
+	// Per driver call kind, for stitch.Driver calls (a baseline.Device's calls have no kind).
 	kindCalls [numPhases][stitch.NumCallKinds]uint64
 	kindNanos [numPhases][stitch.NumCallKinds]int64
 }
@@ -155,7 +155,7 @@ func (t timedDriver) MemInfo() (free, total uint64, err error) {
 	return t.d.MemInfo()
 }
 
-// timedDevice is a bench.Device that times every call of the device it wraps.
+// timedDevice is a baseline.Device that times every call of the device it wraps.
 type timedDevice struct {
 	d     baseline.Device
 	clock *callClock
