@@ -29,8 +29,8 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/gpu/pool"
+	"github.com/gmlake/gmlake/internal/units"
 )
 
 type cli struct {
@@ -40,7 +40,7 @@ type cli struct {
 	Steps       int           `default:"16" help:"Training steps per allocator (warm-up included)."`
 	Batch       int           `default:"32" help:"Batch of the timed run (and the start of the batch search)."`
 	Sizes       []int         `default:"128,160,192,224" help:"Square image sizes, varied from step to step."`
-	Capacity    bench.Bytes   `default:"16GiB" help:"Device memory each allocator may hold (the Gorgonia arena's size)."`
+	Capacity    units.Bytes   `default:"16GiB" help:"Device memory each allocator may hold (the Gorgonia arena's size)."`
 	TF32        bool          `default:"true" negatable:"" help:"Let cuDNN use TF32 tensor cores for the convolutions (PyTorch's default)."`
 	MaxBatch    bool          `default:"true" negatable:"" help:"Search the largest batch under --capacity."`
 	BisectLimit time.Duration `default:"20s" help:"Stop each batch search after this long (the bracket so far is reported)."`
