@@ -15,6 +15,9 @@ func (d *Device) BatchNormBackward(dx, dgamma, dbeta, dy, x, gamma *Tensor, eps 
 		return err
 	}
 	n, c, hw := s[0], s[1], s[2]*s[3]
+	if n*hw >= 1<<32 {
+		return shapeError("BatchNormBackward", "x %v: %d values per channel, the kernels take fewer than 2^32", s, n*hw)
+	}
 	for _, v := range []*Tensor{gamma, dgamma, dbeta} {
 		if err := checkVec("BatchNormBackward", v, c); err != nil {
 			return err

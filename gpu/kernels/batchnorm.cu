@@ -20,23 +20,29 @@ __device__ double block_sum_d(double v) {
 	return partial[0];
 }
 
+// at is the flat index of value i (of n*hw) of channel c: 32-bit division, since one channel's
+// values always number fewer than 2^32 here (the Go side checks).
+__device__ __forceinline__ long long at(unsigned int i, unsigned int hw, long long channels, long long c) {
+	return ((long long)(i / hw) * channels + c) * hw + i % hw;
+}
+
 extern "C" __global__ void batchnorm_stats_f32(float *stats, const float *x, const float *dy, long long n,
                                                long long channels, long long hw, float eps) {
+	unsigned int m = (unsigned int)(n * hw), h = (unsigned int)hw;
 	for (long long c = blockIdx.x; c < channels; c += gridDim.x) {
-		long long m = n * hw;
 		double s = 0.0;
-		for (long long i = threadIdx.x; i < m; i += blockDim.x) s += x[(i / hw * channels + c) * hw + i % hw];
+		for (unsigned int i = threadIdx.x; i < m; i += blockDim.x) s += x[at(i, h, channels, c)];
 		double mean = block_sum_d(s) / (double)m;
 		double q = 0.0;
-		for (long long i = threadIdx.x; i < m; i += blockDim.x) {
-			double d = x[(i / hw * channels + c) * hw + i % hw] - mean;
+		for (unsigned int i = threadIdx.x; i < m; i += blockDim.x) {
+			double d = x[at(i, h, channels, c)] - mean;
 			q += d * d;
 		}
 		double rstd = 1.0 / sqrt(block_sum_d(q) / (double)m + (double)eps);
 		double sdy = 0.0, sdyx = 0.0;
 		if (dy) {
-			for (long long i = threadIdx.x; i < m; i += blockDim.x) {
-				long long j = (i / hw * channels + c) * hw + i % hw;
+			for (unsigned int i = threadIdx.x; i < m; i += blockDim.x) {
+				long long j = at(i, h, channels, c);
 				sdy += dy[j];
 				sdyx += dy[j] * (x[j] - mean) * rstd;
 			}
