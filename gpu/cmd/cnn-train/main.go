@@ -41,7 +41,7 @@ type cli struct {
 	Batch       int           `default:"32" help:"Batch of the timed run (and the start of the batch search)."`
 	Sizes       []int         `default:"128,160,192,224" help:"Square image sizes, varied from step to step."`
 	Capacity    units.Bytes   `default:"16GiB" help:"Device memory each allocator may hold (the Gorgonia arena's size)."`
-	TF32        bool          `default:"true" negatable:"" help:"Let cuDNN use TF32 tensor cores for the convolutions (PyTorch's default)."`
+	TF32        bool          `name:"tf32" default:"true" negatable:"" help:"Let cuDNN use TF32 tensor cores for the convolutions (PyTorch's default)."`
 	MaxBatch    bool          `default:"true" negatable:"" help:"Search the largest batch under --capacity."`
 	BisectLimit time.Duration `default:"20s" help:"Stop each batch search after this long (the bracket so far is reported)."`
 	JSON        string        `help:"Write one JSON line per run here (default: standard output)."`
