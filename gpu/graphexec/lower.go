@@ -35,11 +35,11 @@ func (m *Machine) exec(i int, desc Desc, out *gpu.Tensor, in []*gpu.Tensor) erro
 	case KindAttention:
 		return m.attention(desc, out, in)
 	}
-	if isStandard(desc.Kind) {
-		return m.standard(i, desc, out, in)
-	}
 	if lower, ok := lowerings[desc.Kind]; ok {
 		return lower(m, i, desc, out, in)
+	}
+	if isStandard(desc.Kind) {
+		return m.standard(i, desc, out, in)
 	}
 	return fmt.Errorf("%w: kind %v", ErrUnsupported, desc.Kind)
 }
