@@ -98,7 +98,7 @@ bench:
 
 # ---- Convolutional networks (issue 20): cnn-bench records multi-scale ResNet-18 training on the CPU
 # (train/cmd/cnn-trace: a new image size each step, gmlake's host memory) into $(CNN_DIR), then
-# replays every trace there (the CPU one and those gpu/cmd/cnn-train recorded on a GPU) through
+# replays every trace there (the CPU one and those gpu/cmd/cnn-train recorded on the H200, see H200.md) through
 # gmlake, the Gorgonia pool and the caching allocator into $(CNN_DIR)/REPLAY.md.
 CNN_DIR ?= results/cnn
 .PHONY: cnn-bench
