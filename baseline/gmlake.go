@@ -60,13 +60,7 @@ func (g *GMLake) Free(ptr uintptr, size uint64) error { return g.eng.Free(ptr, s
 func (g *GMLake) Reserved() uint64 { return g.eng.Stats().ReservedBytes }
 
 // DriverCalls implements Allocator.
-func (g *GMLake) DriverCalls() uint64 {
-	var n uint64
-	for _, c := range g.eng.Stats().DriverCalls {
-		n += c
-	}
-	return n
-}
+func (g *GMLake) DriverCalls() uint64 { return g.eng.Stats().DriverCalls.Total() }
 
 // Check implements Checker.
 func (g *GMLake) Check() error { return g.eng.Check() }
@@ -80,9 +74,9 @@ func (g *GMLake) Close() error { return g.eng.Close() }
 // CallsByKind implements CallCounter.
 func (g *GMLake) CallsByKind() map[string]uint64 {
 	calls := g.eng.Stats().DriverCalls
-	out := make(map[string]uint64, len(calls))
-	for k, n := range calls {
-		out[stitch.CallKind(k).String()] = n
+	out := make(map[string]uint64, stitch.NumCallKinds)
+	for k := range stitch.NumCallKinds {
+		out[k.String()] = calls.Of(k)
 	}
 	return out
 }

@@ -44,7 +44,7 @@ func TestOnStitchedMemory(t *testing.T) {
 	defer x.Free()
 	st := eng.Stats()
 	t.Logf("engine after the big allocation: %+v", st)
-	assert.Positive(t, st.Outcomes[stitch.OutcomeStitch], "the 48 MiB tensor should have been stitched")
+	assert.Positive(t, st.Outcomes.Stitch, "the 48 MiB tensor should have been stitched")
 
 	for i := 1; i < 8; i += 2 {
 		require.NoError(t, blocks[i].Free())

@@ -74,7 +74,7 @@ func measure(b *testing.B, a *Allocator, pairs int, iteration func()) {
 	end := a.Stats()
 	n := float64(b.N * pairs)
 	b.ReportMetric(float64(end.TotalDriverCalls()-start.TotalDriverCalls())/n, "driver-calls/pair")
-	exact := end.Outcomes[stitch.OutcomeExact] - start.Outcomes[stitch.OutcomeExact]
+	exact := end.Outcomes.Exact - start.Outcomes.Exact
 	b.ReportMetric(float64(exact)/n, "exact/pair")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/pair")
 }

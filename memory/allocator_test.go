@@ -67,7 +67,7 @@ func TestSteadyStateMakesNoDriverCalls(t *testing.T) {
 	}
 	after := a.Stats()
 	assert.Equal(t, before.TotalDriverCalls(), after.TotalDriverCalls())
-	assert.Equal(t, before.Outcomes[stitch.OutcomeExact]+5*uint64(len(script)), after.Outcomes[stitch.OutcomeExact])
+	assert.Equal(t, before.Outcomes.Exact+5*uint64(len(script)), after.Outcomes.Exact)
 }
 
 // TestBadInput covers every misuse the API can see: each returns a typed error, a rejected Put is

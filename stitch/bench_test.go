@@ -137,7 +137,7 @@ func BenchmarkSteadyDriverCalls(b *testing.B) {
 	st := e.Stats()
 	b.ReportMetric(float64(d.TotalCalls()-calls)/float64(b.N), "driver-calls/iter")
 	b.ReportMetric(st.Fragmentation(), "fragmentation")
-	b.ReportMetric(float64(st.Outcomes[stitch.OutcomeExact])/float64(max(1, sum(st.Outcomes[:]))), "exact-share")
+	b.ReportMetric(float64(st.Outcomes.Exact)/float64(max(1, st.Outcomes.Total())), "exact-share")
 }
 
 func sum(xs []uint64) uint64 {
@@ -166,7 +166,7 @@ func BenchmarkTracePeriodic(b *testing.B) {
 			}
 			b.ReportMetric(float64(steady)/float64(b.N), "driver-calls/iter")
 			b.ReportMetric(res.stats.Fragmentation(), "fragmentation")
-			b.ReportMetric(float64(res.stats.Outcomes[stitch.OutcomeExact])/float64(sum(res.stats.Outcomes[:])), "exact-share")
+			b.ReportMetric(float64(res.stats.Outcomes.Exact)/float64(res.stats.Outcomes.Total()), "exact-share")
 		})
 	}
 }

@@ -90,7 +90,7 @@ func TestConcurrentBlocksKeepTheirBytes(t *testing.T) {
 	st := e.Stats()
 	assert.Zero(t, st.LiveBytes)
 	for _, o := range []stitch.Outcome{stitch.OutcomeExact, stitch.OutcomeSplit, stitch.OutcomeStitch, stitch.OutcomeNewChunks} {
-		assert.Positive(t, st.Outcomes[o], "the workload reaches %s", o)
+		assert.Positive(t, st.Outcomes.Of(o), "the workload reaches %s", o)
 	}
 	require.NoError(t, e.Close())
 }

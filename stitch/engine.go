@@ -168,7 +168,7 @@ func (e *Engine) Stats() Stats {
 		ReservedBytes: e.reserved + e.orphanBytes, PeakReservedBytes: e.peakReserved,
 		VirtualBytes:   e.arenaSize + e.viewBytes + e.orphanVirt,
 		StitchedBlocks: len(e.views), CachedBlocks: e.largeAge.n + e.smallAge.n, SmallPages: len(e.pages),
-		Outcomes: e.outcomes, DriverCalls: e.drv.calls, RejectedFrees: e.rejected,
+		Outcomes: outcomeCounts(e.outcomes), DriverCalls: callCounts(e.drv.calls), RejectedFrees: e.rejected,
 	}
 }
 

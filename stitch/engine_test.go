@@ -23,8 +23,8 @@ func outcomeOf(t *testing.T, h *harness, size uint64) (uintptr, stitch.Outcome) 
 	after := h.e.Stats().Outcomes
 	got := stitch.Outcome(-1)
 	for o := range stitch.NumOutcomes {
-		if after[o] != before[o] {
-			require.Equal(t, before[o]+1, after[o])
+		if after.Of(o) != before.Of(o) {
+			require.Equal(t, before.Of(o)+1, after.Of(o))
 			require.Equal(t, stitch.Outcome(-1), got, "two outcomes counted")
 			got = o
 		}
@@ -377,7 +377,7 @@ func TestOneNonDefaultStreamRecordsNoEvents(t *testing.T) {
 	}
 	calls := h.d.Calls()
 	assert.Zero(t, calls[stitch.CallRecordEvent]+calls[stitch.CallSynchronize], "one stream, whichever: no event")
-	assert.Equal(t, uint64(2), h.e.Stats().Outcomes[stitch.OutcomeExact])
+	assert.Equal(t, uint64(2), h.e.Stats().Outcomes.Exact)
 	h.closeAndCheckLeaks()
 }
 

@@ -26,11 +26,11 @@ func TestMissFlushesOnlyWhatItNeeds(t *testing.T) {
 	}
 	_, err := h.alloc(5*MiB, 0)
 	require.NoError(t, err)
-	exact := h.e.Stats().Outcomes[stitch.OutcomeExact]
+	exact := h.e.Stats().Outcomes.Exact
 	p, err := h.alloc(10*MiB, 0)
 	require.NoError(t, err)
 	assert.Equal(t, ptrs[2], p)
-	assert.Equal(t, exact+1, h.e.Stats().Outcomes[stitch.OutcomeExact], "the 10 MiB block survived the miss")
+	assert.Equal(t, exact+1, h.e.Stats().Outcomes.Exact, "the 10 MiB block survived the miss")
 	h.check("after the miss")
 	h.closeAndCheckLeaks()
 }
@@ -61,12 +61,12 @@ func TestEmptyPagesKeptUntilCapacityNeedsThem(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.pageKept, h.e.Stats().SmallPages == 1)
 			require.NoError(t, h.free(l))
-			exact := h.e.Stats().Outcomes[stitch.OutcomeExact]
+			exact := h.e.Stats().Outcomes.Exact
 			s2, err := h.alloc(4096, 0)
 			require.NoError(t, err)
 			if tt.pageKept {
 				assert.Equal(t, s, s2)
-				assert.Equal(t, exact+1, h.e.Stats().Outcomes[stitch.OutcomeExact])
+				assert.Equal(t, exact+1, h.e.Stats().Outcomes.Exact)
 			}
 			h.check("after the large request")
 			h.closeAndCheckLeaks()

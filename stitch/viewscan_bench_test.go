@@ -52,7 +52,7 @@ func benchMiss(b *testing.B, n int, base uint64) {
 		}
 	}
 	after := e.Stats()
-	misses := sum(after.Outcomes[:]) - sum(before.Outcomes[:]) - (after.Outcomes[stitch.OutcomeExact] - before.Outcomes[stitch.OutcomeExact])
+	misses := after.Outcomes.Total() - before.Outcomes.Total() - (after.Outcomes.Exact - before.Outcomes.Exact)
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(max(1, misses)), "ns/miss")
 	b.ReportMetric(float64(after.StitchedBlocks), "views")
 }

@@ -26,7 +26,7 @@ func newEngine(t *testing.T, opts ...stitch.Option) (*stitch.Engine, testDevice)
 	return e, d
 }
 
-func outcomes(e *stitch.Engine) [stitch.NumOutcomes]uint64 { return e.Stats().Outcomes }
+func outcomes(e *stitch.Engine) stitch.OutcomeCounts { return e.Stats().Outcomes }
 
 // alloc allocates and checks the outcome it was served by.
 func alloc(t *testing.T, e *stitch.Engine, size uint64, want stitch.Outcome) uintptr {
@@ -35,7 +35,7 @@ func alloc(t *testing.T, e *stitch.Engine, size uint64, want stitch.Outcome) uin
 	p, err := e.Alloc(size, 0)
 	require.NoError(t, err)
 	after := outcomes(e)
-	assert.Equal(t, before[want]+1, after[want], "alloc %d served by %v", size, want)
+	assert.Equal(t, before.Of(want)+1, after.Of(want), "alloc %d served by %v", size, want)
 	require.NoError(t, e.Check())
 	return p
 }
@@ -83,8 +83,8 @@ func TestGPUEngineOutcomes(t *testing.T) {
 	calls := e.Stats().DriverCalls
 	s := alloc(t, e, 2*n, stitch.OutcomeStitch)
 	after := e.Stats().DriverCalls
-	assert.Equal(t, calls[stitch.CallCreate], after[stitch.CallCreate], "stitching creates no memory")
-	assert.Equal(t, calls[stitch.CallSetAccess]+1, after[stitch.CallSetAccess], "one access call per stitch")
+	assert.Equal(t, calls.Create, after.Create, "stitching creates no memory")
+	assert.Equal(t, calls.SetAccess+1, after.SetAccess, "one access call per stitch")
 
 	got := readBack(t, d, s, int(2*n))
 	first, second := a, c
@@ -275,5 +275,5 @@ func TestGPUEngineRandomDataIntegrity(t *testing.T) {
 	}
 	st := e.Stats()
 	t.Logf("outcomes %v, driver calls %v", st.Outcomes, st.DriverCalls)
-	assert.NotZero(t, st.Outcomes[stitch.OutcomeStitch], "the workload exercised stitching")
+	assert.NotZero(t, st.Outcomes.Stitch, "the workload exercised stitching")
 }

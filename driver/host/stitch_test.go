@@ -56,10 +56,10 @@ func TestEngineStitchesRealMemory(t *testing.T) {
 	require.NoError(t, e.Free(prims[0], piece))
 	require.NoError(t, e.Free(prims[2], piece))
 
-	before := e.Stats().Outcomes[stitch.OutcomeStitch]
+	before := e.Stats().Outcomes.Stitch
 	stitched, err := e.Alloc(2*piece, 0)
 	require.NoError(t, err)
-	require.Equal(t, before+1, e.Stats().Outcomes[stitch.OutcomeStitch], "the request was stitched")
+	require.Equal(t, before+1, e.Stats().Outcomes.Stitch, "the request was stitched")
 	require.NoError(t, e.Check())
 
 	// The stitched block's halves are the two freed blocks, in some order.

@@ -85,12 +85,12 @@ func (e engine) CallsByKind() map[string]uint64 {
 	st := e.Stats()
 	out := map[string]uint64{}
 	for k := range stitch.NumCallKinds {
-		if n := st.DriverCalls[k]; n > 0 {
+		if n := st.DriverCalls.Of(k); n > 0 {
 			out[k.String()] = n
 		}
 	}
 	for o := range stitch.NumOutcomes {
-		out["outcome_"+o.String()] = st.Outcomes[o]
+		out["outcome_"+o.String()] = st.Outcomes.Of(o)
 	}
 	return out
 }

@@ -139,12 +139,12 @@ func (rec *record) fillEngine(st stitch.Stats) {
 	rec.PeakReserved = st.PeakReservedBytes
 	rec.Outcomes = make(map[string]uint64, stitch.NumOutcomes)
 	for o := range stitch.NumOutcomes {
-		rec.Outcomes[o.String()] = st.Outcomes[o]
+		rec.Outcomes[o.String()] = st.Outcomes.Of(o)
 	}
 	rec.Calls = make(map[string]uint64, stitch.NumCallKinds)
 	for k := range stitch.NumCallKinds {
-		if st.DriverCalls[k] > 0 {
-			rec.Calls[k.String()] = st.DriverCalls[k]
+		if st.DriverCalls.Of(k) > 0 {
+			rec.Calls[k.String()] = st.DriverCalls.Of(k)
 		}
 	}
 }
