@@ -100,8 +100,16 @@ bench:
 # (train/cmd/cnn-trace: a new image size each step, gmlake's host memory) into $(CNN_DIR), then
 # replays every trace there (the CPU one and those gpu/cmd/cnn-train recorded on the H200, see H200.md) through
 # gmlake, the Gorgonia pool and the caching allocator into $(CNN_DIR)/REPLAY.md.
+# cnn-gpu-build puts the GPU side into $(GPU_DIR)/cnn for a GPU machine: the graphexec tests (the
+# CPU = GPU check: `./graphexec.test -test.run 'ResNet' -test.v`) and gpu/cmd/cnn-train (H200.md has
+# the command and its figures).
 CNN_DIR ?= results/cnn
-.PHONY: cnn-bench
+.PHONY: cnn-bench cnn-gpu-build
+cnn-gpu-build:
+	mkdir -p $(GPU_DIR)/cnn
+	$(GPU_TEST_BUILD) -o $(GPU_DIR)/cnn/graphexec.test ./gpu/graphexec
+	$(GPU_BUILD) -o $(GPU_DIR)/cnn/cnn-train ./gpu/cmd/cnn-train
+
 cnn-bench:
 	mkdir -p $(CNN_DIR)
 	$(GO) run ./train/cmd/cnn-trace --preset resnet18 --sizes 64,96,128 --batch 8 --steps 12 \
