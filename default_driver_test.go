@@ -19,7 +19,7 @@ func TestDefaultDriverCUDA(t *testing.T) {
 	if gpuErr == nil {
 		require.NoError(t, probe.Close())
 	}
-	d, err := defaultDriver(0)
+	d, err := defaultDriver(0, 0)
 	require.NoError(t, err)
 	defer func() {
 		if c, ok := d.(io.Closer); ok {
@@ -34,7 +34,7 @@ func TestDefaultDriverCUDA(t *testing.T) {
 	}
 
 	g := 2 * d.Granularity()
-	d2, err := defaultDriver(g)
+	d2, err := defaultDriver(g, g)
 	require.NoError(t, err)
 	assert.Equal(t, g, d2.Granularity())
 	if c, ok := d2.(io.Closer); ok {

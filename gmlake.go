@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
+	"os"
 
 	"github.com/gmlake/gmlake/driver/host"
 	"github.com/gmlake/gmlake/memory"
@@ -19,8 +21,17 @@ func NewAllocator(opts ...Option) (*memory.Allocator, error) {
 	}
 	d := cfg.driver
 	if d == nil {
+		hostGranularity := cfg.granularity
+		if hostGranularity == 0 && cfg.jobSize > 0 {
+			hostGranularity = jobGranularity(cfg.jobSize)
+		}
 		var err error
-		if d, err = defaultDriver(cfg.granularity); err != nil {
+		if cfg.hostMemory {
+			d, err = hostDriver(hostGranularity)
+		} else {
+			d, err = defaultDriver(cfg.granularity, hostGranularity)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("gmlake: default driver: %w", err)
 		}
 	} else if cfg.granularity != 0 {
@@ -31,15 +42,23 @@ func NewAllocator(opts ...Option) (*memory.Allocator, error) {
 		}
 		return nil, err
 	}
-	return memory.NewAllocator(d, cfg.memoryOptions()...)
+	return memory.NewAllocator(d, cfg.memoryOptions(d.Granularity())...)
+}
+
+// jobGranularity is the host granularity for a job whose live memory peaks near bytes: a
+// sixteenth of it, as a power of two between the page size and the 2 MiB default, so that the
+// last partly used chunk and page cost a few percent of the job at most.
+func jobGranularity(bytes uint64) uint64 {
+	page := uint64(os.Getpagesize())
+	g := uint64(1) << (bits.Len64(max(bytes/16, 1)) - 1)
+	return min(max(g, page), host.DefaultGranularity)
 }
 
 // NewTensorEngine returns a gorgonia.org/tensor engine over a new allocator, for tensor.WithEngine and
-// gorgonia.WithEngine. The driver must give host memory (the host driver does; the default driver
-// on a GPU machine does not: name the host driver with WithDriver there). Close the allocator when done:
-// e.Allocator().Close().
+// gorgonia.WithEngine. Its memory is host memory (WithHostMemory is implied); a driver given to
+// WithDriver must give host memory too. Close the allocator when done: e.Allocator().Close().
 func NewTensorEngine(opts ...Option) (*memory.TensorEngine, error) {
-	a, err := NewAllocator(opts...)
+	a, err := NewAllocator(append([]Option{WithHostMemory()}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

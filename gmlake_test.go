@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,8 +15,10 @@ import (
 
 	"github.com/gmlake/gmlake/driver/host"
 	"github.com/gmlake/gmlake/driver/sim"
+	"github.com/gmlake/gmlake/internal/usergraph"
 	"github.com/gmlake/gmlake/memory"
 	"github.com/gmlake/gmlake/stitch"
+	"github.com/gmlake/gmlake/train/vm"
 )
 
 const testGranularity = 64 << 10
@@ -157,4 +160,47 @@ func exportedOptions(t *testing.T, dir, result string) map[string]bool {
 		}
 	}
 	return names
+}
+
+// TestSmallJob: a user MLP whose training step peaks near 51 KB, trained through train/vm. With
+// the defaults it reserves a whole 2 MiB page; WithJobSize(51 KB) scales granularity and small
+// threshold to it.
+func TestSmallJob(t *testing.T) {
+	n, err := usergraph.MLP(usergraph.Spec{Batch: 48, Width: 32, Hidden: 56, Out: 10, Seed: 1})
+	require.NoError(t, err)
+	run := func(opts ...Option) (memory.Stats, uint64) {
+		a, err := NewAllocator(append([]Option{WithHostMemory()}, opts...)...)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, a.Close()) }()
+		m, err := vm.New(n.G, a)
+		require.NoError(t, err)
+		for range 3 {
+			require.NoError(t, m.RunAll())
+		}
+		require.NoError(t, m.Close())
+		require.NoError(t, a.Check())
+		return a.Stats(), a.Granularity()
+	}
+	def, defGran := run()
+	require.InDelta(t, 51<<10, def.PeakLiveBytes, 4<<10, "a job of about 51 KB")
+	small, smallGran := run(WithJobSize(def.PeakLiveBytes))
+	t.Logf("peak live %d B; defaults: granularity %d, peak reserved %d, fragmentation %.3f; WithJobSize: granularity %d, peak reserved %d, fragmentation %.3f",
+		def.PeakLiveBytes, defGran, def.PeakReservedBytes, def.Fragmentation(), smallGran, small.PeakReservedBytes, small.Fragmentation())
+	assert.Greater(t, def.Fragmentation(), 0.9, "the defaults are for GPU-sized jobs")
+	assert.Less(t, small.Fragmentation(), 0.1)
+	assert.Equal(t, def.PeakLiveBytes, small.PeakLiveBytes)
+
+	a, err := NewAllocator(WithHostMemory(), WithJobSize(51<<10), WithSmallThreshold(1024))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, a.Close()) }()
+	assert.Equal(t, uint64(4096), a.Granularity(), "a sixteenth of 51 KB, raised to the page size")
+}
+
+func TestJobGranularity(t *testing.T) {
+	page := uint64(os.Getpagesize())
+	for _, tt := range []struct{ job, want uint64 }{
+		{1, page}, {51 << 10, max(page, 2048)}, {1 << 20, max(page, 64<<10)}, {100 << 20, 2 << 20}, {1 << 40, 2 << 20},
+	} {
+		assert.Equal(t, tt.want, jobGranularity(tt.job), "job of %d bytes", tt.job)
+	}
 }

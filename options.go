@@ -18,6 +18,8 @@ type Option func(*config)
 type config struct {
 	driver      stitch.Driver
 	granularity uint64
+	jobSize     uint64
+	hostMemory  bool
 	engine      []stitch.Option
 	logger      *slog.Logger
 }
@@ -32,6 +34,23 @@ func WithDriver(d stitch.Driver) Option {
 // driver accepts any power of two that is a multiple of the page size). Not with WithDriver.
 func WithGranularity(bytes uint64) Option {
 	return func(c *config) { c.granularity = bytes }
+}
+
+// WithHostMemory makes the default driver the host driver even on a machine with a GPU: memory
+// the CPU computes on (train/vm, NewTensorEngine, which implies it). A driver given to WithDriver is
+// used as it is.
+func WithHostMemory() Option {
+	return func(c *config) { c.hostMemory = true }
+}
+
+// WithJobSize scales the allocator to a job whose live memory peaks near bytes: the default host
+// driver's granularity becomes a sixteenth of it (a power of two, at least the page size, at most
+// the 2 MiB default), and the small threshold an eighth of the granularity (at least 512 bytes, at
+// most the 1 MiB default), so that a small page, one chunk, holds at least eight blocks. Without it
+// a job of a few tens of kilobytes reserves a whole 2 MiB page (see TestSmallJob for the figures). WithGranularity and WithSmallThreshold, when also given, win; CUDA memory keeps
+// the device's granularity.
+func WithJobSize(bytes uint64) Option {
+	return func(c *config) { c.jobSize = bytes }
 }
 
 // WithSmallThreshold sets the size below which requests come from the small-block pool and are
@@ -82,6 +101,13 @@ func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }
 
-func (c *config) memoryOptions() []memory.Option {
-	return []memory.Option{memory.WithLogger(c.logger), memory.WithEngineOptions(c.engine...)}
+// memoryOptions are the Allocator's options over a driver of the given granularity.
+func (c *config) memoryOptions(granularity uint64) []memory.Option {
+	engine := c.engine
+	if c.jobSize > 0 {
+		// First, so that an explicit WithSmallThreshold overrides it.
+		threshold := min(max(granularity/8, 512), stitch.DefaultSmallThreshold)
+		engine = append([]stitch.Option{stitch.WithSmallThreshold(threshold)}, engine...)
+	}
+	return []memory.Option{memory.WithLogger(c.logger), memory.WithEngineOptions(engine...)}
 }

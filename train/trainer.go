@@ -187,7 +187,8 @@ func (t *Trainer) compiled(ids [][]int) (*compiled, error) {
 
 func (t *Trainer) machine(g *models.Graph, grads bool) (*vm.Machine, error) {
 	// The trainer marks its own iterations (Step and Loss), which allocate outside the run too.
-	opts := []vm.Option{vm.WithOutputs(g.Loss), vm.WithForward(g.Loss), vm.WithLogger(t.cfg.logger), vm.WithIterationMarks(false)}
+	opts := []vm.Option{vm.WithOutputs(g.Loss), vm.WithForward(g.Loss), vm.WithLogger(t.cfg.logger), vm.WithIterationMarks(false),
+		vm.WithGradients(grads)}
 	if grads {
 		opts = append(opts, vm.WithOutputs(g.Grads...),
 			vm.WithBlocks(vm.Blocks{Of: g.BlockOf, Inputs: g.BlockInputs}),

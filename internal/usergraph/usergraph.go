@@ -53,6 +53,8 @@ type Net struct {
 	Target     *G.Node   // the label (one-hot) or regression target leaf
 	Forward    G.Nodes   // ancestors of Loss worth naming, for tests that read activations
 	Blocks     []G.Nodes // the forward nodes of each layer, in order (for tests of block boundaries)
+	// BlockInputs[k] is the activation layer k reads: the input, then each layer's output.
+	BlockInputs G.Nodes
 }
 
 // MLP is a two-layer classifier: softmax(relu(x·W1 + b1)·W2 + b2), with the mean cross-entropy
@@ -94,6 +96,7 @@ func MLP(s Spec) (*Net, error) {
 	n.Loss, n.Input, n.Target = loss, x, y
 	n.Forward = G.Nodes{h, logits, p}
 	n.Blocks = []G.Nodes{{z1, a1, h}, {z2, logits, p, logp}}
+	n.BlockInputs = G.Nodes{x, h}
 	return n, n.grad()
 }
 
@@ -159,6 +162,7 @@ func TransformerBlock(s Spec) (*Net, error) {
 	n.Loss, n.Input, n.Target = loss, x, y
 	n.Forward = G.Nodes{attn, res1, out}
 	n.Blocks = []G.Nodes{attnNodes, ffnNodes}
+	n.BlockInputs = G.Nodes{x, res1}
 	return n, n.grad()
 }
 

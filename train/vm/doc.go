@@ -29,6 +29,27 @@
 // a buffer returns to the allocator when its last instance is released. Values of the requested
 // outputs stay live until the next RunAll, Reset or Close.
 //
+// # A graph of one's own
+//
+// A graph differentiated with gorgonia.Grad trains as it is: the gradient of every leaf Grad
+// differentiated is an output (WithGradients), the forward pass is found (the differentiated nodes
+// nothing differentiated reads: the loss), and without WithOutputs the loss and the graph's roots
+// are outputs. Machine.Grad reads a learnable's gradient, and Gorgonia's solvers take the
+// learnables through Machine.ValueGrads (gorgonia.NodesToValueGrads needs dual values, which only
+// Gorgonia's own machines bind):
+//
+//	m, _ := vm.New(g, alloc, vm.WithBlockBoundaries(x, h1, h2), vm.WithRecompute(true))
+//	for range steps {
+//		m.RunAll()
+//		solver.Step(m.ValueGrads(learnables...))
+//	}
+//
+// WithBlockBoundaries divides the forward pass into blocks by naming each block's input (the
+// activation between layers); WithBlocks does it node by node. Recompute or Offload without
+// blocks, or without a forward pass, fails New with ErrBlocks rather than doing nothing. An
+// Allocator of device memory fails New with ErrDeviceMemory: the Machine computes on the CPU.
+// examples/quickstart is a complete program.
+//
 // Scalars (shape ()) are small Go values and take no buffer. Leaves (inputs, parameters, constants)
 // belong to the caller and are never freed.
 package vm

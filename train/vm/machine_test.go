@@ -123,13 +123,18 @@ func TestProgramShape(t *testing.T) {
 
 func TestOutputsOnlyRunWhatTheyNeed(t *testing.T) {
 	net := buildNet(t, tensor.Float64, 2, 4, tapeSafe)
-	m, err := New(net.g, &GoAllocator{}, WithOutputs(net.loss))
+	m, err := New(net.g, &GoAllocator{}, WithOutputs(net.loss), WithGradients(false))
 	require.NoError(t, err)
 	defer m.Close()
 	require.NoError(t, m.RunAll())
 	want := net.reference(t)
 	assert.Equal(t, want[0], cloneData(m.Value(net.loss)))
 	assert.Less(t, len(m.Program()), len(net.g.AllNodes())/2, "gradient steps are not run for the loss alone")
+
+	withGrads, err := New(net.g, &GoAllocator{}, WithOutputs(net.loss))
+	require.NoError(t, err)
+	defer withGrads.Close()
+	assert.Greater(t, len(withGrads.Program()), len(m.Program()), "gorgonia.Grad's gradients are outputs by default")
 }
 
 func TestLeafWithoutValue(t *testing.T) {

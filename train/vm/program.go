@@ -24,12 +24,33 @@ func isLeaf(n *gorgonia.Node) bool {
 // compile analyses g and compiles the program (package plan): the nodes the outputs need, leaves
 // left out (the Machine reads them in place), with dead steps pruned.
 func compile(g *gorgonia.ExprGraph, cfg *config) (*plan.Graph, []plan.Step, error) {
+	forward := cfg.forward
+	if len(forward) == 0 {
+		forward = differentiatedRoots(g)
+	}
 	outputs := cfg.outputs
 	if len(outputs) == 0 {
-		outputs = roots(g)
+		outputs = append(roots(g), forward...)
 	}
-	gr, err := plan.Analyse(g, plan.Spec{Outputs: outputs, Forward: cfg.forward,
-		BlockOf: cfg.blocks.Of, BlockInputs: cfg.blocks.Inputs, IsLeaf: isLeaf})
+	if !cfg.noGrads {
+		outputs = append(outputs, gradients(g)...)
+	}
+	blocks := cfg.blocks
+	if len(cfg.boundaries) > 0 {
+		if len(blocks.Of) > 0 {
+			return nil, nil, fmt.Errorf("%w: both WithBlocks and WithBlockBoundaries", ErrBlocks)
+		}
+		var err error
+		if blocks, err = blocksBetween(g, forward, cfg.boundaries); err != nil {
+			return nil, nil, err
+		}
+	}
+	if (cfg.recompute || cfg.offload) && (len(blocks.Of) == 0 || len(forward) == 0) {
+		return nil, nil, fmt.Errorf("%w: recompute and offload work per block of the forward pass: name the blocks "+
+			"(WithBlockBoundaries or WithBlocks) and the forward pass (WithForward, or differentiate the graph with gorgonia.Grad)", ErrBlocks)
+	}
+	gr, err := plan.Analyse(g, plan.Spec{Outputs: outputs, Forward: forward,
+		BlockOf: blocks.Of, BlockInputs: blocks.Inputs, IsLeaf: isLeaf})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrGraph, err)
 	}
