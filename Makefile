@@ -32,7 +32,7 @@ fuzz-short:
 FUZZLONG        ?= 10m
 SIMTIME         ?= 20m
 RELIABILITY_LOG ?= $${TMPDIR:-/tmp}/gmlake-reliability.log
-RELIABILITY_SHOW := '^(\s*--- FAIL|soak:|simulation:|FAIL|ok |mutants:|SURVIVED)|known engine'
+RELIABILITY_SHOW := '^(\s*--- FAIL|soak:|simulation:|FAIL|ok |mutants:|SURVIVED)'
 # Sums the summary lines of the runs into one.
 RELIABILITY_SUM   = awk -F'[ =]' '/^reliability:/ { for (i = 2; i < NF; i += 2) { if (!(($$i) in s)) k[++n] = $$i; s[$$i] += $$(i+1) } } \
 	END { printf "reliability:"; for (j = 1; j <= n; j++) printf " %s=%d", k[j], s[k[j]]; print "" }'

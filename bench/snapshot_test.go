@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gmlake/gmlake/trace"
+	"github.com/gmlake/gmlake/trace/tracetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -79,7 +80,7 @@ func TestSnapshotAndTextTraceGiveSameFigures(t *testing.T) {
 	snapPath := filepath.Join(sharedTraces, "opt1.3b-lora-ckpt.snapshot.pickle.gz")
 	textPath := filepath.Join(sharedTraces, "opt1.3b-lora-ckpt.trace.gz")
 	if _, err := os.Stat(snapPath); err != nil {
-		t.Skip("../shared/traces not present")
+		tracetest.Missing(t, "../shared/traces not present")
 	}
 	snap, err := Load(snapPath)
 	require.NoError(t, err)

@@ -2,8 +2,6 @@ package reliability
 
 import (
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,57 +10,13 @@ import (
 	"github.com/gmlake/gmlake/stitch"
 )
 
-// Engine bugs this suite found, each with the smallest test that shows it. While a bug is present
-// its test skips with the bug's description (GMLAKE_STRICT=1 makes it fail instead), so that CI
-// stays green while the engine is fixed; once fixed the test passes and guards the fix.
-const (
-	bugDestroyEvent = "a failed DestroyEvent is dropped: the engine forgets the event (stitch.Engine.dropEvent sets " +
-		"b.event = 0 after logging), so the driver holds it forever; it should be kept and retried (as orphans are) at " +
-		"EmptyCache/Close"
-	bugCloseArenaFree = "a failed Free of the arena's virtual range in Close is returned but never retried: Close marks " +
-		"the engine closed, so the range leaks for good (a second Close says ErrClosed); it should be kept as an " +
-		"orphan that a second Close gives back (fixed in 3460a3c..64fb4dd: this test guards it)"
-)
-
-// Found by the soak (soak_test.go), on the traces whose repeated segment spans iterations of
-// different sequence lengths; the figures of each run are in its log line.
-const (
-	bugSoakDriverCalls = "no steady state right after warm-up: with the segment repeated identically the engine " +
-		"still stitches new views (Reserve, Maps, SetAccess) in later iterations until the layout of free memory " +
-		"converges (opt1.3b-lora-ckpt at e00f60a: last driver call near iteration 700 of 1000)"
-	bugSoakReservedGrows = "reserved bytes still change after warm-up (by a few chunks)"
-)
-
-// policyIssue logs a known shortfall of the engine's policy (not a correctness bug) and counts it;
-// under GMLAKE_STRICT=1 it fails the test.
-func policyIssue(t *testing.T, issue, format string, args ...any) {
-	t.Helper()
-	tally.known.Add(1)
-	msg := fmt.Sprintf(format, args...)
-	if strict() {
-		t.Errorf("%s: %s", msg, issue)
-		return
-	}
-	t.Logf("known engine issue: %s: %s", msg, issue)
-}
-
-// knownBug skips t with bug's description, or fails it under GMLAKE_STRICT=1.
-func knownBug(t *testing.T, bug string, present bool) {
-	t.Helper()
-	if !present {
-		return
-	}
-	tally.known.Add(1)
-	if strict() {
-		t.Fatalf("known engine bug: %s", bug)
-	}
-	t.Skipf("known engine bug: %s", bug)
-}
+// Engine bugs this suite found, each with the smallest test that shows it; every one is fixed, and
+// its test fails if it comes back.
 
 // TestDestroyEventFailureLeaksNoEvent: two streams, a block freed on stream 1 records an event;
 // the first DestroyEvent after that fails, wherever the engine makes it (on reuse, on flush, in
 // EmptyCache or in Close). After Close (twice if the first reports the fault) the driver must hold
-// no event.
+// no event: a failed DestroyEvent is kept and retried, never dropped.
 func TestDestroyEventFailureLeaksNoEvent(t *testing.T) {
 	h, err := NewHarness(Config{Capacity: 64 * simG})
 	require.NoError(t, err)
@@ -98,54 +52,130 @@ func TestDestroyEventFailureLeaksNoEvent(t *testing.T) {
 		}
 	}
 	require.Greater(t, h.Driver.Calls()[stitch.CallDestroyEvent], destroyed, "the fault was met")
-	knownBug(t, bugDestroyEvent, h.Leaks() != nil)
 	require.NoError(t, h.Leaks())
 }
 
 // TestCloseRetriesArenaFree: the Free of the arena's range, the last driver call of Close, fails
-// once. Close reports it, and a second Close gives back what the first could not.
+// once. Close reports it, and a second Close gives back what the first could not (the range is
+// kept as an orphan, not lost with the closed engine).
 func TestCloseRetriesArenaFree(t *testing.T) {
 	h, err := NewHarness(Config{Capacity: 64 * simG})
 	require.NoError(t, err)
 	require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: 1, Size: 3 * simG}))
 	h.Driver.FailNth(stitch.CallFree, 1, nil)
 	require.ErrorIs(t, h.Engine.Close(), sim.ErrInjected)
-	second := h.Engine.Close()
-	knownBug(t, bugCloseArenaFree, (second != nil && !errors.Is(second, stitch.ErrClosed)) || h.Leaks() != nil)
+	if err := h.Engine.Close(); err != nil {
+		require.ErrorIs(t, err, stitch.ErrClosed)
+	}
 	require.NoError(t, h.Leaks())
 }
 
 // Two faults in one request (a failure, then the failure of its rollback) leave an orphan: a range
-// the engine could not unmap. The orphan's mappings are not known to the rest of the engine:
-const (
-	bugOrphanView = "after a stitch fails (Map or SetAccess) and its rollback Unmap fails too, the orphaned view " +
-		"range still maps the chunks, but the chunks' view counts do not say so: EmptyCache and Close release those " +
-		"physical allocations before retrying the orphan, the driver refuses (still mapped), and Close leaks the handles"
-	bugOrphanArenaSlot = "after createRun's SetAccess fails and its rollback Unmap fails too, the orphan still maps " +
-		"the arena slots, but grow hands the same slots out again: the next request that grows maps over the orphan " +
-		"and fails with the driver's overlap error (not an out-of-memory error) until an EmptyCache retries the orphan"
-)
+// the engine could not unmap. The orphan still maps chunks and arena slots, so the engine must count
+// it as mapping them: else EmptyCache and Close release those physical allocations before retrying
+// the orphan (the driver refuses: still mapped) and leak them, or grow hands the orphan's slots out
+// again and the next growth maps over it (the driver's overlap error, not out of memory).
 
 // TestDoubleFaults replays minimized programs (see RunProgram) found by TestSimulation with
-// MultiFault on: each ends with a violation or a leak while its bug is present.
+// MultiFault on: each ended with a violation or a leak while its bug was present.
 func TestDoubleFaults(t *testing.T) {
 	tests := []struct {
-		name, program, bug string
+		name, program string
 	}{
 		// Seed 1, minimized: a 36 MiB stitch meets SetAccess #8 failing, and the rollback's Unmap fails.
-		{"stitch-set-access-then-unmap", "52617b5cd255d09b924eb3a708e966295c41d3af4dad8c90de01c63181bc19ba6a5aa391e79bbf20cc06c2d38b2e", bugOrphanView},
+		{"stitch-set-access-then-unmap", "52617b5cd255d09b924eb3a708e966295c41d3af4dad8c90de01c63181bc19ba6a5aa391e79bbf20cc06c2d38b2e"},
 		// Seed 2, minimized: the first page's SetAccess fails, its rollback Unmap fails, the next small request maps over it.
-		{"grow-set-access-then-unmap", "14ec4175fc4e2433a4612381da", bugOrphanArenaSlot},
+		{"grow-set-access-then-unmap", "14ec4175fc4e2433a4612381da"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			prog, err := hex.DecodeString(tt.program)
 			require.NoError(t, err)
 			_, err = RunProgram(prog, ProgramOptions{MultiFault: true})
-			if err != nil {
-				t.Logf("%v", err)
-			}
-			knownBug(t, tt.bug, err != nil)
+			require.NoError(t, err)
 		})
 	}
+}
+
+// TestSecondStreamWaitsForSynchronize: blocks freed while one stream was in use recorded no event;
+// the first request on a second stream synchronizes to cover them, and their bytes (cached or
+// loose) may serve it only then. When that Synchronize fails the request fails with it, and its
+// retry synchronizes and succeeds. (The engine once went on without it: the stream guard saw stream
+// 0's bytes handed to stream 1 before the device was done with them.)
+func TestSecondStreamWaitsForSynchronize(t *testing.T) {
+	for _, flush := range []bool{false, true} {
+		t.Run(map[bool]string{false: "cached", true: "loose"}[flush], func(t *testing.T) {
+			h, err := NewHarness(Config{Capacity: 4 * simG, SimOptions: []sim.Option{sim.WithManualEvents()}})
+			require.NoError(t, err)
+			require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: 1, Size: 4 * simG}))
+			require.NoError(t, h.Apply(Op{Kind: OpFree, ID: 1}))
+			if flush { // the cached block goes loose to serve another size on stream 0
+				require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: 2, Size: simG}))
+				require.NoError(t, h.Apply(Op{Kind: OpFree, ID: 2}))
+			}
+			h.Driver.FailNth(stitch.CallSynchronize, 1, nil)
+			err = h.Apply(Op{Kind: OpAlloc, ID: 3, Size: 4 * simG, Stream: 1})
+			require.ErrorIs(t, err, sim.ErrInjected)
+			require.NoError(t, h.Verify())
+			require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: 3, Size: 4 * simG, Stream: 1}), "the retry")
+			require.NoError(t, h.Verify())
+			require.NoError(t, h.Close())
+			require.NoError(t, h.Leaks())
+		})
+	}
+}
+
+// TestDestroyEventFailsTwice: an event whose DestroyEvent fails, and fails again when EmptyCache
+// retries it, is still kept: the third try, at Close, gives it back.
+func TestDestroyEventFailsTwice(t *testing.T) {
+	h, err := NewHarness(Config{Capacity: 64 * simG, SimOptions: []sim.Option{sim.WithManualEvents()}})
+	require.NoError(t, err)
+	for _, op := range []Op{
+		{Kind: OpAlloc, ID: 1, Size: simG, Stream: 0},
+		{Kind: OpAlloc, ID: 2, Size: simG, Stream: 1},
+		{Kind: OpFree, ID: 2}, // records an event on stream 1
+	} {
+		require.NoError(t, h.Apply(op))
+	}
+	require.Equal(t, 1, h.Driver.Live().Events)
+	h.Driver.FailNth(stitch.CallDestroyEvent, 1, nil)
+	h.Driver.FailNth(stitch.CallDestroyEvent, 2, nil)
+	// EmptyCache synchronizes (the event's destruction fails) and retries what failed (fails again).
+	if err := h.Apply(Op{Kind: OpEmptyCache}); err != nil {
+		require.ErrorIs(t, err, sim.ErrInjected)
+	}
+	require.NoError(t, h.Verify())
+	require.Equal(t, 1, h.Driver.Live().Events, "the event is still held, and still known")
+	require.Equal(t, uint64(2), h.Driver.Calls()[stitch.CallDestroyEvent], "both faults were met")
+	require.NoError(t, h.Close())
+	require.NoError(t, h.Leaks())
+}
+
+// TestStitchRollbackUnmapFails: an eight-piece stitch meets its fourth Map failing, and the
+// rollback's Unmap of the three pieces mapped fails too. The range is kept (it still maps those
+// chunks), the engine stays consistent and serves the request again, and EmptyCache then Close
+// give back everything, the kept range included.
+func TestStitchRollbackUnmapFails(t *testing.T) {
+	h, err := NewHarness(Config{Capacity: 64 * simG})
+	require.NoError(t, err)
+	for i := range int64(16) {
+		require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: i, Size: simG}))
+	}
+	for i := int64(0); i < 16; i += 2 {
+		require.NoError(t, h.Apply(Op{Kind: OpFree, ID: i}))
+	}
+	require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: 99, Size: simG / 2})) // flush the holes
+	require.NoError(t, h.Apply(Op{Kind: OpFree, ID: 99}))
+	h.Driver.FailNth(stitch.CallMap, 4, nil)
+	h.Driver.FailNth(stitch.CallUnmap, 1, nil)
+	require.ErrorIs(t, h.Apply(Op{Kind: OpAlloc, ID: 100, Size: 8 * simG}), sim.ErrInjected)
+	require.NoError(t, h.Verify())
+	require.Equal(t, uint64(1), h.Driver.Calls()[stitch.CallUnmap], "the rollback's Unmap was the one that failed")
+	require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: 100, Size: 8 * simG}), "served again")
+	require.NoError(t, h.Verify())
+	require.NoError(t, h.Apply(Op{Kind: OpFree, ID: 100}))
+	require.NoError(t, h.Apply(Op{Kind: OpEmptyCache}))
+	require.NoError(t, h.Verify())
+	require.NoError(t, h.Close())
+	require.NoError(t, h.Leaks())
 }

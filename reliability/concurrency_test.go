@@ -162,7 +162,7 @@ func TestConcurrentHostPatterns(t *testing.T) {
 					t.Errorf("worker %d op %d: %v", w, i, err)
 					return
 				}
-				lb := liveBlock{Block{ptr, size}, byte(rng.Uint32())}
+				lb := liveBlock{Block{Ptr: ptr, Size: size}, byte(rng.Uint32())}
 				bytes := hostBytes(ptr, size)
 				for i := range bytes {
 					bytes[i] = pattern(lb.seed, i)

@@ -13,19 +13,31 @@
 // and Release before Free keep the shadow a subset of the engine's live set even when many
 // goroutines allocate at once.
 //
+// # Stream order
+//
+// A block freed on a stream may still be used by work queued on that stream. StreamGuard holds the
+// physical bytes of every freed block until the driver says the stream is past the free (an event
+// recorded after it reads as done, or a Synchronize returns): until then they may be handed out
+// again on their own stream only (ErrEarlyReuse) and their physical memory must not be released
+// (ErrEarlyRelease). The Tracker tells it what the driver says; it knows nothing of the engine. The
+// simulated and host drivers can hold events back (WithManualEvents: complete only when the test
+// says so; WithEventLatency), so the engine meets streams that really run behind.
+//
 // # Driving an engine
 //
 // Harness owns an engine over the simulated driver (with a Tracker in between) and applies
 // operations (Op: alloc, free, empty cache, reset, mark: the engine's MarkIteration hint) by ID.
 // After every operation Verify runs the engine's own Check and cross-checks its accounting against
 // the driver's: reserved and virtual bytes in Stats must equal what the driver holds, live bytes
-// and blocks must equal what the harness holds. The driver is the ground truth, so a chunk, range
-// or mapping the engine forgot shows up at the very operation that lost it, and Close must leave
-// the driver holding nothing at all (Leaks).
+// and blocks must equal what the harness holds, and the stream guard must have seen no early
+// reuse or release. The driver is the ground truth, so a chunk, range or mapping the engine forgot
+// shows up at the very operation that lost it, and Close must leave the driver holding nothing at
+// all (Leaks).
 //
 // Program decodes a byte string into operations (sizes drawn to hit the small pool, splits,
-// stitches, new chunks and out of memory; frees; bad frees; streams and events; injected driver
-// faults; iteration marks, and marks that replay the last iteration's allocs and frees so that
+// stitches, new chunks and out of memory; frees; bad frees; streams and events, completed all at
+// once or one at a time; injected faults of every driver call kind, two at once too, so that a
+// rollback meets one; iteration marks, and marks that replay the last iteration's allocs and frees so that
 // shapes recur and the engine's iteration memos are followed, left and outlived by their places)
 // and runs them on a Harness: the fuzz target and the seeded simulation share it, so a failing seed
 // and a failing fuzz input replay the same way.
@@ -59,20 +71,26 @@
 //     (both marking iterations now and then). marks_test.go: goroutines repeating iterations of two
 //     shapes, each marking its own.
 //   - soak_test.go: every trace repeated (NewSoak), unmarked and marked (GMLAKE_SOAK_MARKS=0 or 1
-//     for one mode only): reserved bytes flat and no driver call after warm-up, stitched blocks
-//     within the budget, shadow map throughout, no leak at Close.
+//     for one mode only): stitched blocks within the budget, shadow map throughout, no leak at
+//     Close; each run prints its steady-state figures (driver calls and reserved bytes after
+//     warm-up).
+//   - streams_test.go: programs whose events complete only when the program says so
+//     (TestStreamOrdering), and the engine over host memory whose streams run behind, every block's
+//     bytes stamped (TestHostStreamOrdering), both under the stream guard.
 //   - fuzz_test.go: FuzzProgram and TestSimulation over RunProgram (TestProgramReplaysConverge: a
 //     replayed shape makes no driver call); minimize_test.go shrinks a failing seed and replays a
 //     program given in hex.
 //   - badinput_test.go: each misuse of the core issue on every kind of block, and the memory/ gaps.
-//   - bugs_test.go: the engine bugs this suite found, one test each. A known bug or policy issue
-//     still present is logged and counted (the summary's known-engine-issues) and skips its test;
-//     GMLAKE_STRICT=1 makes it fail (and lets programs meet two faults in one request, and the
-//     DestroyEvent fault).
+//   - bugs_test.go: the engine bugs this suite found, one test each; all are fixed, and a test fails
+//     if its bug comes back. Nothing in the suite skips or logs a known defect.
+//
+// Tests that need the shared traces skip without them, except in CI (CI=true), where they fail.
+// The mutation check (cmd/mutants, `make mutants`) proves the suites can fail: each of its listed
+// bugs, applied alone, must make its named tests fail.
 //
 // TestMain prints one summary line: faults met, operations verified, operations checked by the
-// shadow map only, leaks, violations, known engine issues. Environment: GMLAKE_LONG=1 (long
-// versions), GMLAKE_STRICT=1, GMLAKE_TRACES (default ../../shared/traces), GMLAKE_SEED,
-// GMLAKE_SIM_DURATION, GMLAKE_MINIMIZE, GMLAKE_PROGRAM, GMLAKE_SOAK_ITERS, GMLAKE_SOAK_MARKS,
-// GMLAKE_FAULT_PREFIX, GMLAKE_CONCURRENCY_OPS.
+// shadow map only, leaks, violations. Environment: GMLAKE_LONG=1 (long versions), GMLAKE_TRACES
+// (default ../../shared/traces), GMLAKE_SEED, GMLAKE_SIM_DURATION, GMLAKE_MINIMIZE,
+// GMLAKE_PROGRAM, GMLAKE_SOAK_ITERS, GMLAKE_SOAK_MARKS, GMLAKE_FAULT_PREFIX,
+// GMLAKE_CONCURRENCY_OPS.
 package reliability

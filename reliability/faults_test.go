@@ -37,7 +37,7 @@ func faultWorkloads(t *testing.T) []faultWorkload {
 		{"stitch-heavy/marked", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(1)}}, WithMarks(StitchHeavy(simG), 5), true},
 		{"shaped-iterations/marked", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(1)}}, ShapedIterations(simG), true},
 	}
-	if dir := tracetest.DirOrEmpty(); dir != "" {
+	if tracetest.DirOrEmpty() != "" || tracetest.InCI() { // in CI, absent traces fail the test
 		// 150 events: weights and the first activations, all new chunks. 2000 (GMLAKE_LONG=1) reach
 		// into the first iterations: exact reuse, splits and 25 stitches, 440 maps.
 		n := envInt(t, "GMLAKE_FAULT_PREFIX", 150)
@@ -188,30 +188,10 @@ func runWithFault(t *testing.T, w faultWorkload, kind stitch.CallKind, n int) st
 		}
 	}
 	if err := h.Leaks(); err != nil {
-		if bug := knownLeak(kind, where, h.Driver.Live()); bug != "" {
-			tally.known.Add(1)
-			t.Logf("%s #%d (met during %q): %v [known engine bug: %s]", kind, n, where, err, bug)
-			if strict() {
-				t.Errorf("%s #%d: %s", kind, n, bug)
-			}
-		} else {
-			tally.leaks.Add(1)
-			t.Errorf("%s #%d (met during %q): %v", kind, n, where, err)
-		}
+		tally.leaks.Add(1)
+		t.Errorf("%s #%d (met during %q): %v", kind, n, where, err)
 	}
 	return where
-}
-
-// knownLeak names the engine bug (reported in notes/bugs-for-engine.md, each with its own test in
-// bugs_test.go) that explains a leak, or "" when none does.
-func knownLeak(kind stitch.CallKind, where string, l sim.Live) string {
-	switch {
-	case kind == stitch.CallDestroyEvent && l == (sim.Live{Events: l.Events}):
-		return bugDestroyEvent
-	case kind == stitch.CallFree && where == "close" && l.Ranges == 1 && l.Mappings == 0 && l.Handles == 0 && l.Events == 0:
-		return bugCloseArenaFree
-	}
-	return ""
 }
 
 // verified runs h.Verify and counts the operation; a violation fails the test.

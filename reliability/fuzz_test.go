@@ -14,14 +14,9 @@ import (
 	"github.com/gmlake/gmlake/stitch"
 )
 
-// programOptions leaves out the faults of known engine bugs unless GMLAKE_STRICT=1: no DestroyEvent
-// fault, and never two faults pending at once (a failure whose rollback fails too).
-func programOptions() ProgramOptions {
-	if strict() {
-		return ProgramOptions{MultiFault: true}
-	}
-	return ProgramOptions{NoFaults: []stitch.CallKind{stitch.CallDestroyEvent}}
-}
+// programOptions: every call kind may fail, and a fault may be armed while another is pending, so
+// that one request meets two (a failure, then the failure of its rollback).
+func programOptions() ProgramOptions { return ProgramOptions{MultiFault: true} }
 
 // randomProgram is the program of a seed: a set-up byte and ops records of random bytes.
 func randomProgram(seed uint64, ops int) []byte {

@@ -76,16 +76,19 @@ type Harness struct {
 	Tracker *Tracker
 	Engine  *stitch.Engine
 	Shadow  *Shadow
+	Guard   *StreamGuard
 
 	live      map[int64]Block
 	liveBytes uint64
 	buf       []PhysRange
+	freeBuf   []PhysRange
 }
 
 // Block is a live block as the harness knows it.
 type Block struct {
-	Ptr  uintptr
-	Size uint64
+	Ptr    uintptr
+	Size   uint64
+	Stream stitch.Stream
 }
 
 // NewHarness builds the driver and the engine. When stitch.New fails the error is returned with the
@@ -99,7 +102,8 @@ func NewHarness(cfg Config) (*Harness, error) {
 		simOpts = append(simOpts, sim.WithGranularity(cfg.Granularity))
 	}
 	d := sim.New(append(simOpts, cfg.SimOptions...)...)
-	h := &Harness{Driver: d, Tracker: NewTracker(d), Shadow: NewShadow(), live: make(map[int64]Block)}
+	h := &Harness{Driver: d, Tracker: NewTracker(d), Shadow: NewShadow(), Guard: NewStreamGuard(), live: make(map[int64]Block)}
+	h.Tracker.Watch(h.Guard)
 	e, err := stitch.New(h.Tracker, cfg.EngineOptions...)
 	h.Engine = e
 	return h, err
@@ -126,6 +130,11 @@ func (h *Harness) Apply(op Op) error {
 	case OpEmptyCache:
 		return h.Engine.EmptyCache()
 	case OpReset:
+		for _, b := range h.live { // Reset frees them all, each on its stream
+			if err := h.freed(b); err != nil {
+				return err
+			}
+		}
 		h.Shadow.ReleaseAll()
 		clear(h.live)
 		h.liveBytes = 0
@@ -145,11 +154,25 @@ func (h *Harness) alloc(op Op) error {
 	if err != nil {
 		return err
 	}
-	h.live[op.ID] = Block{Ptr: ptr, Size: op.Size}
+	h.live[op.ID] = Block{Ptr: ptr, Size: op.Size, Stream: op.Stream}
 	h.liveBytes += op.Size
 	if err := h.claim(ptr, op.Size); err != nil {
 		return fmt.Errorf("%w: %s at %#x: %w", ErrViolation, op, ptr, err)
 	}
+	if err := h.Guard.HandOut(op.Stream, ptr, h.buf); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrViolation, op, err)
+	}
+	return nil
+}
+
+// freed tells the stream guard that live block b is being freed on its stream.
+func (h *Harness) freed(b Block) error {
+	var err error
+	h.freeBuf, err = h.Tracker.AppendResolve(h.freeBuf[:0], b.Ptr, b.Size)
+	if err != nil {
+		return fmt.Errorf("%w: live block %#x is not mapped: %w", ErrViolation, b.Ptr, err)
+	}
+	h.Guard.Freed(b.Stream, h.freeBuf)
 	return nil
 }
 
@@ -171,6 +194,14 @@ func (h *Harness) free(id int64) error {
 	if err := h.Shadow.Release(b.Ptr); err != nil && !errors.Is(err, ErrNotClaimed) {
 		return err
 	}
+	var err error
+	h.freeBuf, err = h.Tracker.AppendResolve(h.freeBuf[:0], b.Ptr, b.Size) // mapped until the free
+	if err != nil {
+		return fmt.Errorf("%w: live block %#x is not mapped: %w", ErrViolation, b.Ptr, err)
+	}
+	// Before the free: an event the free records covers it. A refused free leaves the bytes in
+	// flight on the block's own stream, which changes nothing (it is still live).
+	h.Guard.Freed(b.Stream, h.freeBuf)
 	if err := h.Engine.Free(b.Ptr, b.Size); err != nil {
 		_ = h.claim(b.Ptr, b.Size) // still live
 		return err
@@ -201,14 +232,19 @@ func (h *Harness) Verify() error {
 	if m := h.Tracker.Mappings(); m != l.Mappings {
 		errs = append(errs, fmt.Errorf("tracker records %d mappings, driver holds %d", m, l.Mappings))
 	}
+	if err := h.Guard.Err(); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) == 0 {
 		return nil
 	}
 	return fmt.Errorf("%w: %w", ErrViolation, errors.Join(errs...))
 }
 
-// Close closes the engine and forgets every live block.
+// Close closes the engine and forgets every live block. Close gives every driver object back even
+// when it cannot wait for the device, so the stream guard stops checking releases.
 func (h *Harness) Close() error {
+	h.Guard.Disarm()
 	h.Shadow.ReleaseAll()
 	clear(h.live)
 	h.liveBytes = 0

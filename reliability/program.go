@@ -11,8 +11,6 @@ import (
 
 // ProgramOptions tune RunProgram.
 type ProgramOptions struct {
-	// NoFaults lists driver call kinds never to fail (to leave out a known engine bug).
-	NoFaults []stitch.CallKind
 	// MultiFault lets a fault be armed while another is pending, so that one request can meet two
 	// (a failure and then the failure of its rollback). Off: at most one fault is pending at once.
 	MultiFault bool
@@ -33,12 +31,13 @@ const RecordSize = 3
 // refused request is not a violation when the refusal is the right one).
 //
 // The first byte picks the set-up: capacity (32 or 96 chunks), stitch budget (4 views or the
-// default), event delay (0 to 3 queries). Then each record of three bytes (op, a, b) is one
+// default), events: complete after 0 to 3 queries, or (bit 4) only when the program says so. Then each record of three bytes (op, a, b) is one
 // operation; v = a<<8|b. By op%16: 0-3 alloc on stream 0, 4 on stream 1, 5 on stream 2, with the
 // size class op/16 (small, medium, whole chunks, odd large, big, zero, beyond capacity); 6-9 free
 // the live block v%live; 10 EmptyCache; 11 Reset (when a < 16, else a free); 12 fail the
 // (1+b%3)-th next call of kind a%NumCallKinds; 13 a bad free (unaligned interior pointer, double free,
-// wrong size, size zero); 14 by op/16: 0-7 complete every event, 8-11 MarkIteration, 12-15
+// wrong size, size zero); 14 by op/16: 0-3 complete every event, 4-7 complete the v%n-th of the n
+// events the driver holds (and the earlier ones of its stream), 8-11 MarkIteration, 12-15
 // MarkIteration and replay the last iteration (the allocs and frees between the two marks before,
 // at most maxScript of them, with fresh IDs, each verified), so that iterations of one shape recur
 // and the engine's memos are followed (and left, when a fault or a reset intervened); 15 alloc on
@@ -52,8 +51,11 @@ func RunProgram(prog []byte, opts ProgramOptions) (int, error) {
 	if setup&1 != 0 {
 		capacity = 96 * programG
 	}
-	cfg := Config{Capacity: capacity, Granularity: programG,
-		SimOptions: []sim.Option{sim.WithEventDelay(int(setup>>2) % 4)}}
+	events := sim.WithEventDelay(int(setup>>2) % 4)
+	if setup&16 != 0 {
+		events = sim.WithManualEvents()
+	}
+	cfg := Config{Capacity: capacity, Granularity: programG, SimOptions: []sim.Option{events}}
 	if setup&2 != 0 {
 		cfg.EngineOptions = []stitch.Option{stitch.WithStitchBudget(4, 0)}
 	}
@@ -137,11 +139,6 @@ func (p *program) step(op, a, b byte) (string, error) {
 		return "reset", p.refused(p.h.Apply(Op{Kind: OpReset}))
 	case code == 12:
 		kind := stitch.CallKind(a) % stitch.NumCallKinds
-		for _, k := range p.opts.NoFaults {
-			if k == kind {
-				return "no fault", nil
-			}
-		}
 		if !p.opts.MultiFault && p.faulted && p.h.Driver.Calls()[p.pending] < p.at {
 			return "no fault (one pending)", nil
 		}
@@ -155,10 +152,25 @@ func (p *program) step(op, a, b byte) (string, error) {
 		return p.replay()
 	case op/16 >= 8:
 		return "mark", p.mark()
+	case op/16 >= 4:
+		return p.completeOne(v)
 	default:
 		p.h.Driver.CompleteEvents()
 		return "complete events", nil
 	}
+}
+
+// completeOne completes the v-th event the driver holds (and the earlier ones of its stream).
+func (p *program) completeOne(v uint64) (string, error) {
+	evs := p.h.Driver.Events()
+	if len(evs) == 0 {
+		return "complete an event (none)", nil
+	}
+	ev := evs[v%uint64(len(evs))]
+	if err := p.h.Driver.CompleteEvent(ev.Event); err != nil {
+		return "complete an event", fmt.Errorf("%w: %w", ErrHarness, err)
+	}
+	return fmt.Sprintf("complete event %d of stream %d", ev.Event, ev.Stream), nil
 }
 
 // mark begins an iteration: the script of the one that ends becomes the one a replay repeats

@@ -19,12 +19,13 @@ import (
 // (optimizer state appears in the first step).
 const soakFrom = 3
 
-// soakWarmupReps is the number of repetitions of the segment that may still make driver calls.
+// soakWarmupReps is the number of repetitions of the segment that count as warm-up: the driver
+// calls and reserved bytes after them are the soak's steady-state figures.
 const soakWarmupReps = 2
 
 // TestSoak replays every shared trace for many iterations (20 here; GMLAKE_LONG=1 or
-// GMLAKE_SOAK_ITERS=n for 1000): after warm-up, no driver call, reserved bytes flat, stitched blocks
-// within the default budget; every block's physical bytes claimed in the shadow map; Check and the
+// GMLAKE_SOAK_ITERS=n for 1000): stitched blocks within the default budget at every iteration;
+// every block's physical bytes claimed in the shadow map; Check and the
 // accounting cross-check at every repetition's end; nothing left in the driver after Close. Under
 // -race (CI's `make race`) only the three shortest traces: the soak is sequential, so the race
 // detector adds nothing to it but time (`make reliability` soaks every trace without it).
@@ -80,7 +81,7 @@ func raceSoakTraces(t *testing.T, names []string) []string {
 		}
 	}
 	if len(kept) == 0 {
-		t.Skip("none of the -race soak traces is present")
+		tracetest.Missing(t, "none of the -race soak traces is present")
 	}
 	return kept
 }
@@ -108,11 +109,11 @@ type iterationRecord struct {
 	steady, warmup bool
 }
 
-// soak replays tr's soak with a budget of maxViews stitched blocks (0: the default, and then no
-// driver call is allowed after warm-up). Marked: MarkIteration at every iteration marker, as a
+// soak replays tr's soak with a budget of maxViews stitched blocks (0: the default) and returns its
+// steady-state figures. Marked: MarkIteration at every iteration marker, as a
 // training loop calls it (the engine's memos replay the placements of an iteration of the same
 // shape); else the engine is never told where iterations begin.
-func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int, marked bool) {
+func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int, marked bool) soakResult {
 	s, err := NewSoak(tr, soakFrom, iterations)
 	require.NoError(t, err)
 	require.NoError(t, s.Trace.Validate())
@@ -210,15 +211,6 @@ func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int, marked bool) 
 		minRes, maxRes = min(minRes, r.reserved), max(maxRes, r.reserved)
 	}
 	require.NotZero(t, steadyIters, "no steady-state iteration: ask for more than %d", soakWarmupReps*s.SegmentIters)
-	// Reserved bytes must not move and, with the default budget, no driver call may happen once the
-	// job repeats itself. The engine's policy does not reach that yet on every trace (bugs_test.go):
-	// logged and counted here, failures under GMLAKE_STRICT=1.
-	if minRes != flat || maxRes != flat {
-		policyIssue(t, bugSoakReservedGrows, "reserved after warm-up %d, then between %d and %d", flat, minRes, maxRes)
-	}
-	if maxViews == 0 && steadyCalls > 0 {
-		policyIssue(t, bugSoakDriverCalls, "%d driver calls in %d steady-state iterations", steadyCalls, steadyIters)
-	}
 	repCalls := make([]uint64, s.Repetitions) // driver calls of each repetition
 	for _, r := range recs {
 		if r.rep >= 0 {
@@ -239,6 +231,15 @@ func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int, marked bool) 
 		lastGrowth, maxStitched, end.StitchedBlocks, leaked)
 	t.Log(line)
 	fmt.Println(line)
+	return soakResult{reservedAfterWarmup: flat, reservedSteady: [2]uint64{minRes, maxRes}, steadyCalls: steadyCalls, steadyIters: steadyIters}
+}
+
+// soakResult is what a soak measured after warm-up.
+type soakResult struct {
+	reservedAfterWarmup uint64
+	reservedSteady      [2]uint64 // least and most reserved bytes at the end of a steady iteration
+	steadyCalls         uint64    // driver calls in the steady iterations
+	steadyIters         uint64
 }
 
 // TestSoakMarksNeedNoMoreMemory: MarkIteration is a hint that may move blocks but must not cost a

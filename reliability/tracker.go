@@ -26,6 +26,7 @@ type PhysRange struct {
 // reaches. It is safe for concurrent use: Resolve may run while the engine calls the driver.
 type Tracker struct {
 	inner stitch.Driver
+	guard *StreamGuard // told of events, synchronizes and releases; nil: none
 
 	mu       sync.Mutex
 	ranges   []*trackedRange // sorted by base
@@ -48,6 +49,10 @@ var _ stitch.Driver = (*Tracker)(nil)
 
 // NewTracker wraps d.
 func NewTracker(d stitch.Driver) *Tracker { return &Tracker{inner: d} }
+
+// Watch makes t tell g what the driver says of events, synchronizes and releases. Call it before
+// the engine makes its first call.
+func (t *Tracker) Watch(g *StreamGuard) { t.guard = g }
 
 // Inner is the wrapped driver.
 func (t *Tracker) Inner() stitch.Driver { return t.inner }
@@ -76,7 +81,18 @@ func (t *Tracker) Create(size uint64) (stitch.PhysHandle, error) {
 }
 
 // Release implements stitch.Driver.
-func (t *Tracker) Release(h stitch.PhysHandle) error { return t.failed(t.inner.Release(h)) }
+func (t *Tracker) Release(h stitch.PhysHandle) error {
+	if t.guard != nil {
+		t.guard.Releasing(h)
+	}
+	if err := t.inner.Release(h); err != nil {
+		return t.failed(err)
+	}
+	if t.guard != nil {
+		t.guard.Released(h)
+	}
+	return nil
+}
 
 // Reserve implements stitch.Driver.
 func (t *Tracker) Reserve(size uint64) (uintptr, error) {
@@ -145,20 +161,42 @@ func (t *Tracker) SetAccess(addr uintptr, size uint64) error {
 // RecordEvent implements stitch.Driver.
 func (t *Tracker) RecordEvent(s stitch.Stream) (stitch.Event, error) {
 	e, err := t.inner.RecordEvent(s)
+	if err == nil && t.guard != nil {
+		t.guard.Recorded(e, s)
+	}
 	return e, t.failed(err)
 }
 
 // EventDone implements stitch.Driver.
 func (t *Tracker) EventDone(e stitch.Event) (bool, error) {
 	done, err := t.inner.EventDone(e)
+	if err == nil && done && t.guard != nil {
+		t.guard.Done(e)
+	}
 	return done, t.failed(err)
 }
 
 // DestroyEvent implements stitch.Driver.
-func (t *Tracker) DestroyEvent(e stitch.Event) error { return t.failed(t.inner.DestroyEvent(e)) }
+func (t *Tracker) DestroyEvent(e stitch.Event) error {
+	if err := t.inner.DestroyEvent(e); err != nil {
+		return t.failed(err)
+	}
+	if t.guard != nil {
+		t.guard.Destroyed(e)
+	}
+	return nil
+}
 
 // Synchronize implements stitch.Driver.
-func (t *Tracker) Synchronize() error { return t.failed(t.inner.Synchronize()) }
+func (t *Tracker) Synchronize() error {
+	if err := t.inner.Synchronize(); err != nil {
+		return t.failed(err)
+	}
+	if t.guard != nil {
+		t.guard.Synchronized()
+	}
+	return nil
+}
 
 // MemInfo implements stitch.Driver.
 func (t *Tracker) MemInfo() (free, total uint64, err error) { return t.inner.MemInfo() }

@@ -67,11 +67,13 @@ func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
 		e.hotStream, e.streamSeen = s, true
 	}
 	if s != e.hotStream && !e.multiStream {
-		e.multiStream = true
-		// Blocks freed so far recorded no event: one synchronize covers them.
+		// Blocks freed so far recorded no event, and their bytes may be loose already: one
+		// synchronize covers them. Without it no byte is safe for the new stream, so the request
+		// fails and the next one on another stream tries again.
 		if err := e.synchronize(); err != nil {
-			e.log.Warn("stitch: synchronize on seeing a second stream failed", "err", err)
+			return 0, fmt.Errorf("stitch: synchronize before serving a second stream: %w", err)
 		}
+		e.multiStream = true
 	}
 	var b *block
 	var out Outcome

@@ -18,7 +18,10 @@
 //   - Unmap re-reserves the range with an anonymous PROT_NONE MAP_FIXED mapping, so the address space
 //     stays reserved until Free (munmap).
 //   - Host work is synchronous: an event is complete as soon as it is recorded and Synchronize has
-//     nothing to wait for.
+//     nothing to wait for. For tests of stream ordering the driver can stand for a device whose
+//     streams run behind: events then complete only when the test says so (WithManualEvents,
+//     CompleteEvent) or once a latency has passed (WithEventLatency); either way an event
+//     completes every earlier event of its stream, and Synchronize completes them all.
 //
 // # Bookkeeping and validation
 //

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -18,7 +19,10 @@ type Driver struct {
 	granularity  uint64
 	capacity     uint64
 	strictAccess bool
+	manualEvents bool
+	eventLatency time.Duration
 	log          *slog.Logger
+	backing      func() (backing, error) // what the machine can back: machineBacking but in tests
 
 	mu     sync.Mutex // guards everything below
 	closed bool
@@ -32,8 +36,16 @@ type Driver struct {
 	// of interior addresses.
 	ranges     map[uintptr]*vrange
 	rangeBases []uintptr
-	events     map[stitch.Event]struct{}
+	events     map[stitch.Event]*hostEvent
 	nextEvent  stitch.Event
+}
+
+// hostEvent is a recorded event. Host work is synchronous, so an event is complete at once unless
+// the driver was made to stand for a device with queued work (WithManualEvents, WithEventLatency).
+type hostEvent struct {
+	stream   stitch.Stream
+	done     bool
+	recorded time.Time
 }
 
 var _ stitch.Driver = (*Driver)(nil)
@@ -56,11 +68,11 @@ func New(opts ...Option) (*Driver, error) {
 	}
 	capacity := cfg.capacity
 	if capacity == 0 {
-		ram, err := physicalRAM()
+		b, err := machineBacking()
 		if err != nil {
-			return nil, fmt.Errorf("host driver: sysinfo: %w", err)
+			return nil, err
 		}
-		capacity = ram
+		capacity = b.total
 	}
 	capacity -= capacity % g
 	if capacity == 0 {
@@ -74,12 +86,15 @@ func New(opts ...Option) (*Driver, error) {
 		granularity:  g,
 		capacity:     capacity,
 		strictAccess: cfg.strictAccess,
+		manualEvents: cfg.manualEvents,
+		eventLatency: cfg.eventLatency,
 		log:          cfg.logger,
+		backing:      machineBacking,
 		fd:           fd,
 		regions:      make(map[stitch.PhysHandle]*region),
 		nextHandle:   1,
 		ranges:       make(map[uintptr]*vrange),
-		events:       make(map[stitch.Event]struct{}),
+		events:       make(map[stitch.Event]*hostEvent),
 		nextEvent:    1,
 	}, nil
 }
@@ -91,21 +106,50 @@ func (d *Driver) Granularity() uint64 { return d.granularity }
 // code once SetAccess has been called (memory.TensorEngine requires a driver that says so).
 func (d *Driver) HostAccessible() bool { return true }
 
-// Capacity is the most physical memory the driver hands out at once.
+// Capacity is the most physical memory the driver hands out at once (WithCapacity, or what the
+// machine can hold at New); MemInfo and Create also heed what the machine can back now.
 func (d *Driver) Capacity() uint64 { return d.capacity }
 
-// MemInfo reports the capacity not handed out by Create as free, and the capacity as total.
+// MemInfo reports as total the capacity or what the machine (its cgroup limits included) can hold,
+// whichever is less, and as free what Create would hand out now: the capacity not handed out, but
+// no more than the machine can still back, less what was handed out and is not backed yet.
 func (d *Driver) MemInfo() (free, total uint64, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return 0, 0, fmt.Errorf("mem_info: %w", ErrClosed)
 	}
-	return d.capacity - d.file.inUse, d.capacity, nil
+	b, free, err := d.room()
+	if err != nil {
+		return 0, 0, err
+	}
+	return free, min(d.capacity, b.total), nil
 }
 
-// RecordEvent returns an event that is already complete: host work is synchronous.
-func (d *Driver) RecordEvent(stitch.Stream) (stitch.Event, error) {
+// room is the machine's backing and how many more bytes Create may hand out. The caller holds d.mu.
+func (d *Driver) room() (backing, uint64, error) {
+	b, err := d.backing()
+	if err != nil {
+		return backing{}, 0, err
+	}
+	free := d.capacity - d.file.inUse
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd, &st); err != nil {
+		return backing{}, 0, fmt.Errorf("host driver: fstat memfd: %w", err)
+	}
+	// Handed out but never touched: the kernel does not count it yet, but will have to back it.
+	unbacked := d.file.inUse - min(d.file.inUse, uint64(st.Blocks)*512)
+	if b.available > unbacked {
+		free = min(free, b.available-unbacked)
+	} else {
+		free = 0
+	}
+	return b, free - free%d.granularity, nil
+}
+
+// RecordEvent records an event on s. It is complete at once (host work is synchronous), unless
+// WithManualEvents or WithEventLatency says otherwise.
+func (d *Driver) RecordEvent(s stitch.Stream) (stitch.Event, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -113,21 +157,51 @@ func (d *Driver) RecordEvent(stitch.Stream) (stitch.Event, error) {
 	}
 	e := d.nextEvent
 	d.nextEvent++
-	d.events[e] = struct{}{}
+	d.events[e] = &hostEvent{stream: s, done: !d.manualEvents && d.eventLatency == 0, recorded: time.Now()}
 	return e, nil
 }
 
-// EventDone reports true for every live event.
+// EventDone reports whether e has completed: at once by default, once its latency has passed
+// with WithEventLatency, when CompleteEvent or Synchronize says so with WithManualEvents. An
+// event completes every earlier event of its stream.
 func (d *Driver) EventDone(e stitch.Event) (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return false, fmt.Errorf("event_done: %w", ErrClosed)
 	}
-	if _, ok := d.events[e]; !ok {
+	ev, ok := d.events[e]
+	if !ok {
 		return false, fmt.Errorf("event_done %d: %w", e, ErrUnknownEvent)
 	}
-	return true, nil
+	if !ev.done && !d.manualEvents && time.Since(ev.recorded) >= d.eventLatency {
+		d.completeThrough(e, ev.stream)
+	}
+	return ev.done, nil
+}
+
+// CompleteEvent completes e and every event recorded before it on its stream (WithManualEvents).
+func (d *Driver) CompleteEvent(e stitch.Event) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return fmt.Errorf("complete_event: %w", ErrClosed)
+	}
+	ev, ok := d.events[e]
+	if !ok {
+		return fmt.Errorf("complete_event %d: %w", e, ErrUnknownEvent)
+	}
+	d.completeThrough(e, ev.stream)
+	return nil
+}
+
+// completeThrough completes e and the earlier events of stream s. The caller holds d.mu.
+func (d *Driver) completeThrough(e stitch.Event, s stitch.Stream) {
+	for id, ev := range d.events {
+		if ev.stream == s && id <= e {
+			ev.done = true
+		}
+	}
 }
 
 // DestroyEvent forgets e.
@@ -144,12 +218,25 @@ func (d *Driver) DestroyEvent(e stitch.Event) error {
 	return nil
 }
 
-// Synchronize returns at once: there is no queued host work.
+// Synchronize waits until every event recorded so far has completed (with WithEventLatency,
+// until the newest one's latency has passed) and completes them all.
 func (d *Driver) Synchronize() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return fmt.Errorf("synchronize: %w", ErrClosed)
+	}
+	var last time.Time
+	for _, ev := range d.events {
+		if !ev.done && ev.recorded.After(last) {
+			last = ev.recorded
+		}
+	}
+	if wait := d.eventLatency - time.Since(last); !d.manualEvents && !last.IsZero() && wait > 0 {
+		time.Sleep(wait)
+	}
+	for _, ev := range d.events {
+		ev.done = true
 	}
 	return nil
 }

@@ -220,15 +220,15 @@ func TestCapacity(t *testing.T) {
 	assert.NoError(t, err)
 }
 
-func TestDefaultCapacityIsPhysicalRAM(t *testing.T) {
+func TestDefaultCapacityIsWhatTheMachineHolds(t *testing.T) {
 	d, err := New()
 	require.NoError(t, err)
 	defer func() { require.NoError(t, d.Close()) }()
-	ram, err := physicalRAM()
+	b, err := machineBacking()
 	require.NoError(t, err)
 	_, total, err := d.MemInfo()
 	require.NoError(t, err)
-	assert.Equal(t, ram-ram%DefaultGranularity, total)
+	assert.Equal(t, b.total-b.total%DefaultGranularity, total)
 	assert.Equal(t, uint64(DefaultGranularity), d.Granularity())
 }
 

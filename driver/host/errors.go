@@ -1,9 +1,14 @@
 package host
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gmlake/gmlake/stitch"
+)
 
 // Errors returned by the Driver, wrapped with the call and its arguments; test them with errors.Is.
-// Out-of-memory errors wrap stitch.ErrOutOfMemory instead.
+// Out-of-memory errors wrap stitch.ErrOutOfMemory instead (ErrMappingLimit among them).
 var (
 	// ErrClosed: the Driver has been closed.
 	ErrClosed = errors.New("host driver: closed")
@@ -29,4 +34,8 @@ var (
 	ErrUnknownEvent = errors.New("host driver: unknown event")
 	// ErrBadOption: an option with an impossible value (see New).
 	ErrBadOption = errors.New("host driver: bad option")
+	// ErrMappingLimit: the kernel refused a mapping or a reservation with ENOMEM: the process's
+	// mapping count (vm.max_map_count) or its address space is spent. It wraps
+	// stitch.ErrOutOfMemory: the engine treats it as memory it cannot have, and nothing changed.
+	ErrMappingLimit = fmt.Errorf("host driver: mapping limit (vm.max_map_count or address space): %w", stitch.ErrOutOfMemory)
 )

@@ -1,6 +1,9 @@
 package host
 
-import "log/slog"
+import (
+	"log/slog"
+	"time"
+)
 
 // DefaultGranularity is the unit of physical allocation and mapping unless WithGranularity says
 // otherwise: 2 MiB, as on CUDA, so that engine behaviour on the host matches the GPU.
@@ -13,6 +16,8 @@ type config struct {
 	granularity  uint64
 	capacity     uint64 // 0: the machine's physical RAM
 	strictAccess bool
+	manualEvents bool
+	eventLatency time.Duration
 	logger       *slog.Logger
 }
 
@@ -47,4 +52,17 @@ func WithLogger(l *slog.Logger) Option {
 			c.logger = l
 		}
 	}
+}
+
+// WithManualEvents makes the driver stand for a device whose streams run behind the host: an event
+// completes only when CompleteEvent (or Synchronize) says so, so that tests can hold a stream's
+// work in flight for as long as they like.
+func WithManualEvents() Option {
+	return func(c *config) { c.manualEvents = true }
+}
+
+// WithEventLatency makes every event complete only once latency has passed since it was recorded;
+// Synchronize waits for the newest one.
+func WithEventLatency(latency time.Duration) Option {
+	return func(c *config) { c.eventLatency = latency }
 }

@@ -81,6 +81,12 @@ func (d *Driver) Create(size uint64) (stitch.PhysHandle, error) {
 		return 0, fmt.Errorf("host driver: create %d bytes: %w (%d of %d bytes in use)",
 			size, stitch.ErrOutOfMemory, d.file.inUse, d.capacity)
 	}
+	if _, free, err := d.room(); err != nil {
+		return 0, fmt.Errorf("host driver: create %d bytes: %w", size, err)
+	} else if size > free {
+		return 0, fmt.Errorf("host driver: create %d bytes: %w (the machine can back %d more bytes; %d in use here)",
+			size, stitch.ErrOutOfMemory, free, d.file.inUse)
+	}
 	offset, grow := d.file.take(size)
 	if grow {
 		if err := unix.Ftruncate(d.fd, int64(offset+size)); err != nil {

@@ -37,7 +37,7 @@ func (d *Driver) Reserve(size uint64) (uintptr, error) {
 	}
 	base, err := reserve(size, d.granularity)
 	if err != nil {
-		return 0, fmt.Errorf("host driver: reserve %d bytes: mmap: %w", size, err)
+		return 0, fmt.Errorf("host driver: reserve %d bytes: mmap: %w", size, mapErr(err))
 	}
 	d.ranges[base] = &vrange{size: size}
 	i, _ := slices.BinarySearch(d.rangeBases, base)
@@ -106,7 +106,7 @@ func (d *Driver) Map(addr uintptr, size uint64, h stitch.PhysHandle, offset uint
 		prot = unix.PROT_NONE
 	}
 	if err := mapShared(addr, size, d.fd, reg.offset+offset, prot); err != nil {
-		return fmt.Errorf("host driver: map %#x+%d: mmap: %w", addr, size, err)
+		return fmt.Errorf("host driver: map %#x+%d: mmap: %w", addr, size, mapErr(err))
 	}
 	r.mappings = slices.Insert(r.mappings, i, m)
 	reg.mappings++
@@ -135,7 +135,7 @@ func (d *Driver) Unmap(addr uintptr, size uint64) error {
 		return fmt.Errorf("unmap %#x+%d: %w: it would cut a mapping in two", addr, size, ErrNotMapped)
 	}
 	if err := rereserve(addr, size); err != nil {
-		return fmt.Errorf("host driver: unmap %#x+%d: mmap: %w", addr, size, err)
+		return fmt.Errorf("host driver: unmap %#x+%d: mmap: %w", addr, size, mapErr(err))
 	}
 	for _, m := range r.mappings[first:last] {
 		d.regions[m.handle].mappings--
@@ -171,7 +171,7 @@ func (d *Driver) SetAccess(addr uintptr, size uint64) error {
 	}
 	if d.strictAccess {
 		if err := mprotect(addr, size, unix.PROT_READ|unix.PROT_WRITE); err != nil {
-			return fmt.Errorf("host driver: set_access %#x+%d: mprotect: %w", addr, size, err)
+			return fmt.Errorf("host driver: set_access %#x+%d: mprotect: %w", addr, size, mapErr(err))
 		}
 	}
 	return nil

@@ -11,8 +11,11 @@
 // For tests it counts calls per stitch.CallKind (Calls), counts live objects — physical
 // handles, reserved ranges, mappings, events — for leak checks (Live), injects faults (fail
 // the N-th call of a kind with a chosen error: WithFault or FailNth), and lets events complete
-// on cue: immediately by default, after being queried K times (WithEventDelay), or when the
-// test calls CompleteEvents.
+// on cue: immediately by default, after being queried K times (WithEventDelay), once a latency
+// has passed since they were recorded (WithEventLatency), or only when the test says so
+// (WithManualEvents: CompleteEvent, CompleteStream, CompleteEvents; Synchronize completes every
+// event in every mode). A stream runs in order: when an event completes, so does every event
+// recorded before it on its stream.
 //
 // A Driver is safe for concurrent use (one mutex), although the engine serialises its calls.
 package sim

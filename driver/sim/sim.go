@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/gmlake/gmlake/stitch"
 )
@@ -47,6 +48,17 @@ func WithFault(kind stitch.CallKind, n int, err error) Option {
 // WithEventDelay makes every event complete only after EventDone has been asked about it k times.
 func WithEventDelay(k int) Option { return func(d *Driver) { d.eventDelay = k } }
 
+// WithManualEvents makes events complete only when the test says so: CompleteEvent,
+// CompleteStream, CompleteEvents or Synchronize. Until then EventDone reports false however often
+// it is asked.
+func WithManualEvents() Option { return func(d *Driver) { d.manual = true } }
+
+// WithEventLatency makes every event complete once latency has passed since it was recorded (and
+// not before, however often EventDone is asked), as queued device work would.
+func WithEventLatency(latency time.Duration) Option {
+	return func(d *Driver) { d.latency, d.now = latency, time.Now }
+}
+
 // Live counts the objects a Driver holds, for leak checks.
 type Live struct {
 	Handles       int    // physical allocations not released
@@ -81,8 +93,17 @@ type vrange struct {
 }
 
 type event struct {
-	queries int
-	done    bool
+	stream   stitch.Stream
+	queries  int
+	done     bool
+	recorded time.Time // with WithEventLatency
+}
+
+// EventState describes one event the driver holds.
+type EventState struct {
+	Event  stitch.Event
+	Stream stitch.Stream
+	Done   bool
 }
 
 // Driver is the simulated driver. Make one with New.
@@ -91,6 +112,9 @@ type Driver struct {
 	capacity    uint64
 	granularity uint64
 	eventDelay  int
+	manual      bool          // WithManualEvents
+	latency     time.Duration // WithEventLatency
+	now         func() time.Time
 
 	calls  [stitch.NumCallKinds]uint64
 	faults [stitch.NumCallKinds][]fault
@@ -159,6 +183,51 @@ func (d *Driver) CompleteEvents() {
 	for _, ev := range d.events {
 		ev.done = true
 	}
+}
+
+// CompleteEvent marks e done, and with it every event recorded before it on its stream: a stream
+// runs its work in order. It fails with ErrNotFound for an event the driver does not hold.
+func (d *Driver) CompleteEvent(e stitch.Event) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ev, ok := d.events[e]
+	if !ok {
+		return fmt.Errorf("%w: event %d", ErrNotFound, e)
+	}
+	d.completeThrough(e, ev.stream)
+	return nil
+}
+
+// CompleteStream marks every event recorded so far on stream s done.
+func (d *Driver) CompleteStream(s stitch.Stream) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, ev := range d.events {
+		if ev.stream == s {
+			ev.done = true
+		}
+	}
+}
+
+// completeThrough marks done e and every earlier event of stream s. The caller holds d.mu.
+func (d *Driver) completeThrough(e stitch.Event, s stitch.Stream) {
+	for id, ev := range d.events {
+		if ev.stream == s && id <= e {
+			ev.done = true
+		}
+	}
+}
+
+// Events lists the events the driver holds, oldest first.
+func (d *Driver) Events() []EventState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]EventState, 0, len(d.events))
+	for id, ev := range d.events {
+		out = append(out, EventState{Event: id, Stream: ev.stream, Done: ev.done})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Event < out[j].Event })
+	return out
 }
 
 // Calls returns how many times each method was called (failed calls included).
@@ -443,7 +512,11 @@ func (d *Driver) RecordEvent(s stitch.Stream) (stitch.Event, error) {
 		return 0, err
 	}
 	d.nextEvent++
-	d.events[d.nextEvent] = &event{}
+	ev := &event{stream: s}
+	if d.latency > 0 {
+		ev.recorded = d.now()
+	}
+	d.events[d.nextEvent] = ev
 	return d.nextEvent, nil
 }
 
@@ -458,10 +531,18 @@ func (d *Driver) EventDone(e stitch.Event) (bool, error) {
 	if !ok {
 		return false, fmt.Errorf("%w: event %d", ErrNotFound, e)
 	}
-	if ev.queries >= d.eventDelay {
-		ev.done = true
+	switch {
+	case ev.done:
+	case d.manual:
+	case d.latency > 0:
+		ev.done = d.now().Sub(ev.recorded) >= d.latency
+	default:
+		ev.done = ev.queries >= d.eventDelay
 	}
 	ev.queries++
+	if ev.done {
+		d.completeThrough(e, ev.stream) // what ran before it on its stream is done too
+	}
 	return ev.done, nil
 }
 

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -179,4 +180,67 @@ func TestResolve(t *testing.T) {
 	got, err := d.Resolve(base+g/2, 2*g)
 	require.NoError(t, err)
 	assert.Equal(t, []sim.PhysRange{{Handle: h1, Offset: g + g/2, Size: g / 2}, {Handle: h2, Offset: 0, Size: 3 * g / 2}}, got)
+}
+
+// TestManualEvents: events complete only when the test says so, in stream order.
+func TestManualEvents(t *testing.T) {
+	d := sim.New(sim.WithManualEvents())
+	record := func(s stitch.Stream) stitch.Event {
+		e, err := d.RecordEvent(s)
+		require.NoError(t, err)
+		return e
+	}
+	done := func(e stitch.Event) bool {
+		ok, err := d.EventDone(e)
+		require.NoError(t, err)
+		return ok
+	}
+	a1, b1, a2, a3, b2 := record(1), record(2), record(1), record(1), record(2)
+	for range 100 {
+		require.False(t, done(a1), "no query completes a manual event")
+	}
+	require.NoError(t, d.CompleteEvent(a2))
+	assert.True(t, done(a1), "an earlier event of the stream completes with it")
+	assert.True(t, done(a2))
+	assert.False(t, done(a3), "a later one does not")
+	assert.False(t, done(b1), "nor one of another stream")
+	d.CompleteStream(2)
+	assert.True(t, done(b1))
+	assert.True(t, done(b2))
+	assert.False(t, done(a3))
+	assert.Equal(t, []sim.EventState{{a1, 1, true}, {b1, 2, true}, {a2, 1, true}, {a3, 1, false}, {b2, 2, true}}, d.Events())
+	require.NoError(t, d.Synchronize())
+	assert.True(t, done(a3), "Synchronize completes everything")
+	assert.ErrorIs(t, d.CompleteEvent(99), sim.ErrNotFound)
+}
+
+// TestEventLatency: an event completes once its latency has passed, not before.
+func TestEventLatency(t *testing.T) {
+	d := sim.New(sim.WithEventLatency(30 * time.Millisecond))
+	e, err := d.RecordEvent(1)
+	require.NoError(t, err)
+	start := time.Now()
+	for {
+		ok, err := d.EventDone(e)
+		require.NoError(t, err)
+		if ok {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	assert.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond)
+}
+
+// TestDelayedEventCompletesEarlierOnes: with WithEventDelay too, a stream completes in order.
+func TestDelayedEventCompletesEarlierOnes(t *testing.T) {
+	d := sim.New(sim.WithEventDelay(1))
+	first, err := d.RecordEvent(3)
+	require.NoError(t, err)
+	second, err := d.RecordEvent(3)
+	require.NoError(t, err)
+	for _, e := range []stitch.Event{second, second} {
+		_, err := d.EventDone(e)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []sim.EventState{{first, 3, true}, {second, 3, true}}, d.Events())
 }

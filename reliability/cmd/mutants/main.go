@@ -47,7 +47,10 @@ func mainErr(list string, fast bool, run string, timeout time.Duration, verbose 
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(filepath.Join(root, list))
+	if !filepath.IsAbs(list) {
+		list = filepath.Join(root, list)
+	}
+	f, err := os.Open(list)
 	if err != nil {
 		return err
 	}
