@@ -25,8 +25,9 @@
 //   - dataparallel/zero: ZeRO-style partitioning of optimizer state (and gradients) across ranks, with a
 //     data-parallel step over N in-process ranks whose collectives are done in Go;
 //   - dataparallel/nccl: NCCL bindings (library opened at run time) for the same collectives on GPUs;
-//   - dataparallel/gpudp: the data-parallel ZeRO-2 trainer on several GPUs: one rank
-//     per GPU, each on its own pool, gradients reduce-scattered over NCCL; dataparallel/cmd/dp-bench
+//   - dataparallel/gpudp: the data-parallel ZeRO-2 and ZeRO-3 trainer on several GPUs: one rank
+//     per GPU, each on its own pool, gradients reduce-scattered over NCCL, at stage 3 the
+//     parameters sharded and all-gathered per block into the rank's pool; dataparallel/cmd/dp-bench
 //     measures it under gmlake, the Gorgonia pool and plain cuMemAlloc;
 //   - dataparallel/shardsim: per-rank allocation traces of a ZeRO data-parallel fine-tuning step, by
 //     simulation, for the allocator benchmarks (bench/cmd/shard-sim, make shard-sim).

@@ -24,9 +24,10 @@ type rank struct {
 	flatParam, flatGrad *gpu.Tensor   // Padded elements each
 	paramViews          []*gpu.Tensor // per trained parameter: its view of flatParam, in its shape
 	gradViews           []*gpu.Tensor // per trained parameter: its slice of flatGrad
-	paramShard          *gpu.Tensor   // this rank's slice of flatParam
+	paramShard          *gpu.Tensor   // ZeRO-2: this rank's slice of flatParam; ZeRO-3: its own buffer (Units.ShardLen)
 	gradShard, m, v     *gpu.Tensor   // ShardLen elements each
 	normsq              *gpu.Tensor   // one element
+	sharded             *sharded      // ZeRO-3: the units' shards and gathers (nil at ZeRO-2)
 
 	frozen  map[any]*gpu.Tensor // host tensor of a frozen weight -> its resident copy
 	graphs  map[shapeKey]*shapeGraph
@@ -60,7 +61,7 @@ func (t *Trainer) graph(rk *rank, ids [][]int) (*shapeGraph, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gpudp: build graph for batch %d seq %d: %w", key.batch, key.seq, err)
 	}
-	if t.layout == nil {
+	if t.names == nil {
 		if err := t.initLayout(g); err != nil {
 			return nil, err
 		}
@@ -68,15 +69,22 @@ func (t *Trainer) graph(rk *rank, ids [][]int) (*shapeGraph, error) {
 	if !slices.Equal(g.Names, t.names) {
 		return nil, fmt.Errorf("gpudp: graph trains %v, layout has %v", g.Names, t.names)
 	}
-	m, err := graphexec.Compile(rk.dev, g.G, graphexec.WithOutputs(append([]*gorgonia.Node{g.Loss}, g.Grads...)...),
+	opts := []graphexec.Option{graphexec.WithOutputs(append([]*gorgonia.Node{g.Loss}, g.Grads...)...),
 		graphexec.WithForward(g.Loss), graphexec.WithBlocks(g.BlockOf, g.BlockInputs),
-		graphexec.WithRecompute(t.opts.Recompute))
+		graphexec.WithRecompute(t.opts.Recompute)}
+	if rk.sharded != nil {
+		opts = append(opts, graphexec.WithGather(rk.sharded, rk.sharded.unitNodes(g)...))
+	}
+	m, err := graphexec.Compile(rk.dev, g.G, opts...)
 	if err != nil {
 		return nil, err
 	}
 	sg := &shapeGraph{g: g, m: m}
 	rk.graphs[key] = sg // from here Close frees the machine
 	for i, p := range g.Params {
+		if rk.sharded != nil {
+			break
+		}
 		if err := m.Bind(p, rk.paramViews[i]); err != nil {
 			return nil, err
 		}
@@ -94,8 +102,9 @@ func (t *Trainer) graph(rk *rank, ids [][]int) (*shapeGraph, error) {
 	return sg, nil
 }
 
-// initLayout lays out g's trained parameters for all ranks and gives every rank its flat buffers,
-// the parameters uploaded from their host values.
+// initLayout lays out g's trained parameters for all ranks and gives every rank its buffers, the
+// parameters uploaded from their host values: at ZeRO-2 the flat replica and gradient buffers,
+// at ZeRO-3 the shards of every unit (stage3.go).
 func (t *Trainer) initLayout(g *models.Graph) error {
 	sizes := make([]int, len(g.Params))
 	host := make([][]float32, len(g.Params))
@@ -106,6 +115,13 @@ func (t *Trainer) initLayout(g *models.Graph) error {
 		}
 		host[i] = v.Data().([]float32)
 		sizes[i] = len(host[i])
+	}
+	if t.opts.Stage == zero.Stage3 {
+		if err := t.initUnits(g, sizes, host); err != nil {
+			return err
+		}
+		t.names = slices.Clone(g.Names)
+		return nil
 	}
 	layout, err := zero.NewLayout(sizes, len(t.ranks), 0)
 	if err != nil {
@@ -136,15 +152,7 @@ func (rk *rank) allocate(layout *zero.Layout, flat []float32, g *models.Graph) e
 	if err := rk.dev.Zero(rk.flatGrad); err != nil { // the padding stays zero
 		return err
 	}
-	for _, dst := range []**gpu.Tensor{&rk.gradShard, &rk.m, &rk.v} {
-		if *dst, err = rk.dev.NewTensor(layout.ShardLen); err != nil {
-			return err
-		}
-		if err := rk.dev.Zero(*dst); err != nil {
-			return err
-		}
-	}
-	if rk.normsq, err = rk.dev.NewTensor(1); err != nil {
+	if err := rk.allocateShards(layout.ShardLen); err != nil {
 		return err
 	}
 	lo, hi := layout.Shard(rk.index)
@@ -166,6 +174,22 @@ func (rk *rank) allocate(layout *zero.Layout, flat []float32, g *models.Graph) e
 		rk.paramViews, rk.gradViews = append(rk.paramViews, pv), append(rk.gradViews, gv)
 	}
 	return nil
+}
+
+// allocateShards creates the rank's gradient shard and AdamW moments (n elements each, zeroed)
+// and the norm's scalar.
+func (rk *rank) allocateShards(n int) error {
+	var err error
+	for _, dst := range []**gpu.Tensor{&rk.gradShard, &rk.m, &rk.v} {
+		if *dst, err = rk.dev.NewTensor(n); err != nil {
+			return err
+		}
+		if err := rk.dev.Zero(*dst); err != nil {
+			return err
+		}
+	}
+	rk.normsq, err = rk.dev.NewTensor(1)
+	return err
 }
 
 // resident returns the rank's device copy of a frozen weight node's tensor, uploading it once.
@@ -192,21 +216,23 @@ func (rk *rank) collectGrads(sg *shapeGraph) error {
 		if err != nil {
 			return err
 		}
-		if gt.Contiguous() {
-			if err := rk.dev.CopyDevice(rk.gradViews[i], gt); err != nil {
-				return err
-			}
-			continue
-		}
-		dst, err := rk.gradViews[i].Reshape(gt.Shape()...)
-		if err != nil {
-			return err
-		}
-		if err := rk.dev.Copy(dst, gt); err != nil {
+		if err := copyGrad(rk.dev, rk.gradViews[i], gt); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// copyGrad copies gradient gt into dst, a flat slice of its length.
+func copyGrad(d *gpu.Device, dst, gt *gpu.Tensor) error {
+	if gt.Contiguous() {
+		return d.CopyDevice(dst, gt)
+	}
+	shaped, err := dst.Reshape(gt.Shape()...)
+	if err != nil {
+		return err
+	}
+	return d.Copy(shaped, gt)
 }
 
 func (rk *rank) close() error {
@@ -219,7 +245,12 @@ func (rk *rank) close() error {
 		errs = append(errs, w.Free())
 	}
 	rk.frozen = nil
-	for _, tt := range []*gpu.Tensor{rk.flatParam, rk.flatGrad, rk.gradShard, rk.m, rk.v, rk.normsq} {
+	if rk.sharded != nil {
+		errs = append(errs, rk.sharded.close())
+	}
+	// At ZeRO-2 paramShard is a view of flatParam (freeing it frees nothing); at ZeRO-3 it is the
+	// rank's own buffer.
+	for _, tt := range []*gpu.Tensor{rk.flatParam, rk.flatGrad, rk.paramShard, rk.gradShard, rk.m, rk.v, rk.normsq} {
 		if tt != nil {
 			errs = append(errs, tt.Free())
 		}

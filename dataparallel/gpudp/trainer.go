@@ -15,6 +15,9 @@ import (
 // ErrBatch is returned for micro-batches the trainer cannot use.
 var ErrBatch = errors.New("gpudp: bad batch")
 
+// ErrStage is returned by New for a ZeRO stage the trainer does not run.
+var ErrStage = errors.New("gpudp: unsupported ZeRO stage")
+
 // Options configures a Trainer.
 type Options struct {
 	Devices   []int           // GPU ordinals, one rank each (rank r on Devices[r])
@@ -23,6 +26,9 @@ type Options struct {
 	Recompute bool            // per-block activation recomputation
 	Allocator Allocator       // where tensors come from (default GMLake)
 	Arena     uint64          // Gorgonia's arena per GPU in bytes (0: 90% of the GPU's free memory)
+	// Stage is the ZeRO stage: zero.Stage2 (default; every rank holds all parameters) or
+	// zero.Stage3 (every rank holds its shard of each unit, all-gathered per block; see doc.go).
+	Stage zero.Stage
 }
 
 // Trainer is N data-parallel ranks on N GPUs. Not safe for concurrent use (it runs its ranks
@@ -33,7 +39,8 @@ type Trainer struct {
 	lib    *nccl.Library
 	mem    *memorySource
 	ranks  []*rank
-	layout *zero.Layout
+	layout *zero.Layout // ZeRO-2
+	units  *zero.Units  // ZeRO-3
 	names  []string
 	steps  int
 }
@@ -50,6 +57,13 @@ type StepStats struct {
 func New(w *models.Weights, opts Options) (*Trainer, error) {
 	if len(opts.Devices) == 0 {
 		return nil, fmt.Errorf("gpudp: no devices")
+	}
+	switch opts.Stage {
+	case 0:
+		opts.Stage = zero.Stage2
+	case zero.Stage2, zero.Stage3:
+	default:
+		return nil, fmt.Errorf("%w: %v (have %v and %v)", ErrStage, opts.Stage, zero.Stage2, zero.Stage3)
 	}
 	t := &Trainer{opts: opts, w: w}
 	if err := t.open(); err != nil {
@@ -94,8 +108,25 @@ func (t *Trainer) Ranks() int { return len(t.ranks) }
 // Names are the trained parameters in layout order (known after the first Step).
 func (t *Trainer) Names() []string { return t.names }
 
-// Layout is the flat layout of the trained parameters (nil before the first Step).
+// Stage is the ZeRO stage the trainer runs.
+func (t *Trainer) Stage() zero.Stage { return t.opts.Stage }
+
+// Layout is the flat layout of the trained parameters at ZeRO-2 (nil before the first Step and
+// at ZeRO-3).
 func (t *Trainer) Layout() *zero.Layout { return t.layout }
+
+// Units is the per-unit layout of the trained parameters at ZeRO-3 (nil before the first Step
+// and at ZeRO-2).
+func (t *Trainer) Units() *zero.Units { return t.units }
+
+// Gathers is the number of unit all-gathers rank 0 has issued so far (ZeRO-3: two per unit and
+// step; 0 at ZeRO-2).
+func (t *Trainer) Gathers() int {
+	if len(t.ranks) == 0 || t.ranks[0].sharded == nil {
+		return 0
+	}
+	return t.ranks[0].sharded.gathers
+}
 
 // Step trains on one micro-batch per rank: ids[r] holds rank r's sequences, all of one length
 // within the rank (ranks may differ).
@@ -128,7 +159,11 @@ func (t *Trainer) Step(ids [][][]int) (StepStats, error) {
 				errs[r] = fmt.Errorf("gpudp: rank %d: %w", r, err)
 				return
 			}
-			if err := rk.collectGrads(rk.current); err != nil {
+			collect := rk.collectGrads
+			if rk.sharded != nil {
+				collect = rk.sharded.reduceGrads
+			}
+			if err := collect(rk.current); err != nil {
 				errs[r] = fmt.Errorf("gpudp: rank %d: %w", r, err)
 			}
 		}()
@@ -159,10 +194,14 @@ func (t *Trainer) Step(ids [][][]int) (StepStats, error) {
 	return st, nil
 }
 
-// reduceAndUpdate is the ZeRO-2 step over NCCL: reduce-scatter, global norm, AdamW on the
-// shards, all-gather.
+// reduceAndUpdate is the optimizer step over NCCL. ZeRO-2: reduce-scatter of the flat gradient,
+// global norm, AdamW on the shards, all-gather of the parameters. ZeRO-3: the ranks reduced their
+// gradients unit by unit already (sharded.reduceGrads) and the parameters stay sharded, so only
+// the norm and AdamW remain.
 func (t *Trainer) reduceAndUpdate() error {
-	n := len(t.ranks)
+	if t.opts.Stage == zero.Stage3 {
+		return t.update()
+	}
 	shard := t.layout.ShardLen
 	err := t.lib.Group(func() error {
 		for _, rk := range t.ranks {
@@ -176,6 +215,24 @@ func (t *Trainer) reduceAndUpdate() error {
 	if err != nil {
 		return err
 	}
+	if err := t.update(); err != nil {
+		return err
+	}
+	return t.lib.Group(func() error {
+		for _, rk := range t.ranks {
+			if err := rk.comm.AllGather(rk.paramShard.Ptr(), rk.flatParam.Ptr(), shard, nccl.Float32,
+				uintptr(rk.dev.Stream())); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// update scales every rank's reduced gradient shard to the mean, all-reduces the squared norm and
+// runs AdamW on the rank's parameter shard.
+func (t *Trainer) update() error {
+	n := len(t.ranks)
 	for _, rk := range t.ranks {
 		if n > 1 {
 			if err := rk.dev.Scale(rk.gradShard, rk.gradShard, 1/float32(n)); err != nil {
@@ -189,7 +246,7 @@ func (t *Trainer) reduceAndUpdate() error {
 			return err
 		}
 	}
-	err = t.lib.Group(func() error {
+	err := t.lib.Group(func() error {
 		for _, rk := range t.ranks {
 			if err := rk.comm.AllReduce(rk.normsq.Ptr(), rk.normsq.Ptr(), 1, nccl.Float32, nccl.Sum,
 				uintptr(rk.dev.Stream())); err != nil {
@@ -211,21 +268,17 @@ func (t *Trainer) reduceAndUpdate() error {
 			return err
 		}
 	}
-	return t.lib.Group(func() error {
-		for _, rk := range t.ranks {
-			if err := rk.comm.AllGather(rk.paramShard.Ptr(), rk.flatParam.Ptr(), shard, nccl.Float32,
-				uintptr(rk.dev.Stream())); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return nil
 }
 
-// Params downloads rank r's trained parameters, one slice per name of Names.
+// Params downloads rank r's trained parameters, one slice per name of Names. At ZeRO-3 no rank
+// holds them all: they are assembled from every rank's shards (the same for every r).
 func (t *Trainer) Params(r int) ([][]float32, error) {
-	if t.layout == nil {
+	if t.names == nil {
 		return nil, fmt.Errorf("gpudp: no step taken yet")
+	}
+	if t.units != nil {
+		return t.assemble()
 	}
 	flat, err := t.ranks[r].flatParam.ToHost()
 	if err != nil {
@@ -284,4 +337,22 @@ func flatten(rows [][]int) []int {
 		out = append(out, r...)
 	}
 	return out
+}
+
+// assemble downloads every rank's parameter shard and puts the parameters together (ZeRO-3).
+func (t *Trainer) assemble() ([][]float32, error) {
+	shards := make([][]float32, len(t.ranks))
+	for q, rk := range t.ranks {
+		var err error
+		if shards[q], err = rk.paramShard.ToHost(); err != nil {
+			return nil, err
+		}
+	}
+	out := make([][]float32, len(t.units.UnitOf))
+	for k, members := range t.units.Members {
+		for j, i := range members {
+			out[i] = make([]float32, t.units.Layouts[k].Params[j].Len)
+		}
+	}
+	return out, t.units.Assemble(out, shards)
 }

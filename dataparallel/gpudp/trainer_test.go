@@ -123,7 +123,9 @@ func dataParallel(t *testing.T, devices []int, data [][][]int, alloc Allocator) 
 	return got
 }
 
-func compare(t *testing.T, want, got [][]float32) {
+func compare(t *testing.T, want, got [][]float32) { compareTo(t, "the single-GPU trainer", want, got) }
+
+func compareTo(t *testing.T, what string, want, got [][]float32) {
 	t.Helper()
 	require.Len(t, got, len(want))
 	worst := 0.0
@@ -133,7 +135,7 @@ func compare(t *testing.T, want, got [][]float32) {
 			worst = max(worst, math.Abs(float64(want[i][j]-got[i][j])))
 		}
 	}
-	t.Logf("largest parameter difference from the single-GPU trainer: %.3g", worst)
+	t.Logf("largest parameter difference from %s: %.3g", what, worst)
 	assert.Less(t, worst, 1e-5)
 }
 

@@ -11,9 +11,9 @@ import (
 // ErrWorkload is wrapped by every error about a bad Workload.
 var ErrWorkload = errors.New("shardsim: bad workload")
 
-// Stage 3 partitions the parameters as well (ZeRO-3 / FSDP): each segment's parameters are
+// Stage3 partitions the parameters as well (ZeRO-3 / FSDP): each segment's parameters are
 // all-gathered into a staging buffer before its forward and again before its backward.
-const Stage3 zero.Stage = 3
+const Stage3 = zero.Stage3
 
 // Workload is one rank's view of a data-parallel ZeRO fine-tuning job.
 type Workload struct {

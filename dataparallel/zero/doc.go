@@ -14,6 +14,14 @@
 // (one embedding matrix can be most of a model), and it is what makes reduce-scatter and
 // all-gather apply: both need equal blocks at rank offsets.
 //
+// # Stage 3: units
+//
+// Stage 3 partitions the parameters too. Units lays them out per unit (a transformer block's
+// parameters, and the rest), each unit padded and cut into equal shards of its own, so that a unit
+// can be all-gathered from the ranks' shards for the part of a pass that reads it and its gradient
+// reduce-scattered back; a rank's shards of all units lie end to end in one buffer. Group runs
+// stages 1 and 2 in process; dist/gpudp runs stages 2 and 3 on GPUs over NCCL.
+//
 // # The step
 //
 // Every rank computes gradients on its own micro-batch into a flat gradient buffer with the same

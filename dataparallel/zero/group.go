@@ -14,6 +14,10 @@ const (
 	Stage1 Stage = 1
 	// Stage2 partitions the optimizer state and the reduced gradients (reduce-scatter).
 	Stage2 Stage = 2
+	// Stage3 partitions the parameters as well (ZeRO-3, FSDP): each rank keeps only its shard of
+	// every unit (Units); a unit is all-gathered before the part of a pass that reads it and
+	// freed after. Group runs stages 1 and 2; dist/gpudp's Trainer runs 2 and 3 on GPUs.
+	Stage3 Stage = 3
 )
 
 func (s Stage) String() string { return fmt.Sprintf("ZeRO-%d", int(s)) }

@@ -18,14 +18,16 @@ var ErrNotOutput = errors.New("graphexec: node is not a live output")
 
 // Machine runs one Gorgonia graph on a gpu.Device. Not safe for concurrent use.
 type Machine struct {
-	dev    *gpu.Device
-	nodes  []*gorgonia.Node // topological order: every node after its inputs
-	index  map[int64]int
-	inputs [][]int // per node, the indices of its inputs in argument order
-	output []bool  // per node, a requested output
-	descs  []Desc  // per op node
-	prog   []plan.Step
-	bound  map[int]*gpu.Tensor
+	dev     *gpu.Device
+	nodes   []*gorgonia.Node // topological order: every node after its inputs
+	index   map[int64]int
+	inputs  [][]int // per node, the indices of its inputs in argument order
+	output  []bool  // per node, a requested output
+	descs   []Desc  // per op node
+	prog    []plan.Step
+	bound   map[int]*gpu.Tensor
+	gather  Gatherer
+	sharded map[int]bool // inputs that come from gather, once per pass
 
 	vals   []*gpu.Tensor // current device value per node, nil when not live
 	bufs   []*buffer     // the buffer behind each live value (shared by views)
@@ -42,7 +44,8 @@ type Machine struct {
 type buffer struct {
 	t     *gpu.Tensor
 	refs  int
-	owned bool // allocated by the Machine (not a bound tensor), so freed with its last value
+	owned bool           // allocated by the Machine (not a bound tensor), so freed with its last value
+	node  *gorgonia.Node // a gathered input's node: its buffer goes back to the Gatherer
 }
 
 // Counts are the Machine's program steps of the last Run, by kind.
@@ -73,7 +76,13 @@ func Compile(d *gpu.Device, g *gorgonia.ExprGraph, opts ...Option) (*Machine, er
 	}
 	m := &Machine{dev: d, nodes: gr.Nodes, index: gr.Index, inputs: gr.Inputs, output: gr.Output, prog: prog,
 		bound: map[int]*gpu.Tensor{}, ints: map[int][]int{}, pinned: map[int]*gpu.PinnedBuffer{},
-		tables: map[string][2]*gpu.Tensor{}, posIDs: map[string]*gpu.Ids{}, cnn: newCNNState(cfg.cnn)}
+		tables: map[string][2]*gpu.Tensor{}, posIDs: map[string]*gpu.Ids{}, cnn: newCNNState(cfg.cnn),
+		gather: cfg.gatherer, sharded: map[int]bool{}}
+	for _, unit := range cfg.gathered {
+		for _, n := range unit {
+			m.sharded[gr.Index[n.ID()]] = true
+		}
+	}
 	m.descs = make([]Desc, gr.Len())
 	var unsupported []error
 	for i, n := range gr.Nodes {
@@ -174,6 +183,17 @@ func (m *Machine) step(in plan.Step) error {
 }
 
 func (m *Machine) loadInput(i int, n *gorgonia.Node) error {
+	if m.sharded[i] {
+		t, err := m.gather.Gather(n)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(t.Shape(), []int(n.Shape())) {
+			return errors.Join(fmt.Errorf("%w: gathered %v: tensor %v", gpu.ErrShape, n, t.Shape()), m.gather.Release(n, t))
+		}
+		m.vals[i], m.bufs[i] = t, &buffer{t: t, refs: 1, node: n}
+		return nil
+	}
 	if t, ok := m.bound[i]; ok {
 		m.vals[i], m.bufs[i] = t, &buffer{t: t, refs: 1}
 		return nil
@@ -255,6 +275,8 @@ func (m *Machine) drop(i int) error {
 	}
 	if b.refs--; b.refs == 0 && b.owned {
 		return b.t.Free()
+	} else if b.refs == 0 && b.node != nil {
+		return m.gather.Release(b.node, b.t)
 	}
 	return nil
 }

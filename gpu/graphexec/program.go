@@ -25,6 +25,19 @@ func analyse(g *gorgonia.ExprGraph, cfg *config) (*plan.Graph, []plan.Step, erro
 	for i := range order {
 		order[i] = i
 	}
-	prog := gr.Compile(order, plan.Options{Recompute: cfg.recompute, Offload: cfg.offload, Prune: len(cfg.forward) > 0})
+	gather := make([][]int, len(cfg.gathered))
+	for k, unit := range cfg.gathered {
+		for _, n := range unit {
+			i, ok := gr.Index[n.ID()]
+			if !ok || gr.Nodes[i] != n || !gr.Leaf[i] {
+				return nil, nil, fmt.Errorf("%w: gathered node %v is not an input of the graph", ErrUnsupported, n)
+			}
+			gather[k] = append(gather[k], i)
+		}
+	}
+	if len(gather) > 0 && cfg.gatherer == nil {
+		return nil, nil, fmt.Errorf("%w: gathered nodes without a Gatherer", ErrUnsupported)
+	}
+	prog := gr.CompileGathered(order, plan.Options{Recompute: cfg.recompute, Offload: cfg.offload, Prune: len(cfg.forward) > 0}, gather)
 	return gr, prog, nil
 }

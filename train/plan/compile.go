@@ -10,7 +10,15 @@ type Options struct {
 // Compile returns the program for the nodes of order (a topological order; leaves in it become
 // Load steps): the forward part (leaves and forward nodes) in order, then the backward part, with
 // the rewrites of o, and every step's release points set.
-func (gr *Graph) Compile(order []int, o Options) []Step {
+func (gr *Graph) Compile(order []int, o Options) []Step { return gr.CompileGathered(order, o, nil) }
+
+// CompileGathered is Compile with the leaves of each group of gather (node indices; a unit of
+// sharded parameters, as ZeRO stage 3 and FSDP keep them) loaded together once per pass instead
+// of once per program: before the first forward step reading one of them and again before the
+// first backward step (a recomputation included), each instance released after its pass's last
+// read, so the executor can all-gather a unit for the part of the pass that reads it and free it
+// after. A leaf in no group, or in several (the first counts), is loaded as Compile loads it.
+func (gr *Graph) CompileGathered(order []int, o Options, gather [][]int) []Step {
 	var fwd, bwd []int
 	for _, i := range order {
 		if gr.Forward[i] || gr.Leaf[i] {
@@ -34,6 +42,7 @@ func (gr *Graph) Compile(order []int, o Options) []Step {
 	if o.Offload {
 		prog = gr.insertOffload(prog, nFwd)
 	}
+	prog = gr.insertGathers(prog, gather)
 	for {
 		u := gr.useAnalysis(prog)
 		pruned := prog[:0:0]

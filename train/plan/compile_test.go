@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -208,4 +209,89 @@ func TestCompileLeavesRunFirst(t *testing.T) {
 	gr.Forward[1] = false
 	prog := gr.Compile(allNodes(gr), Options{Prune: true})
 	assert.Equal(t, Step{Op: Load, Node: 1}, prog[1])
+}
+
+// TestCompileGathered: a gathered weight is loaded before the block's forward and again before its
+// recomputation, and released after each; the others stay loaded once.
+func TestCompileGathered(t *testing.T) {
+	gr := oneBlock()
+	prog := gr.CompileGathered(allNodes(gr), Options{Recompute: true, Prune: true}, [][]int{{1}})
+	assert.Equal(t, []string{
+		"load 0", "exec 2 free [0]", "load 1", "exec 3 free [1]", "exec 4 free [3]", "exec 5 free [4]",
+		"exec 6 free [5]",
+		"load 1", "exec 3 (recompute) free [1]", "exec 4 (recompute)", "exec 5 (recompute)",
+		"exec 7 free [5]", "exec 8 free [4 7]", "exec 9 free [3 8]", "exec 10 free [2 9]",
+	}, listing(prog))
+	_, err := gr.Simulate(prog, func(int) int64 { return 1 }, func(int) bool { return false })
+	require.NoError(t, err)
+	// Not a leaf, out of range: ignored.
+	assert.Equal(t, listing(gr.Compile(allNodes(gr), Options{Prune: true})),
+		listing(gr.CompileGathered(allNodes(gr), Options{Prune: true}, [][]int{{3, -1, 99}})))
+}
+
+// TestCompileGatheredPerBlock: in a chain of blocks, each block's weight is read in forward and
+// in backward (as a matmul's weight is), so with one group per block every weight is loaded once
+// per pass and at most two are live at once however many blocks there are; one group of all
+// weights is loaded together, before the first block, and again before the last block's backward.
+func TestCompileGatheredPerBlock(t *testing.T) {
+	for _, n := range []int{2, 5} {
+		gr := chain(n)
+		var weights []int
+		for i := range gr.Leaf {
+			if gr.Leaf[i] && i != 0 {
+				weights = append(weights, i)
+			}
+		}
+		for k := range gr.Inputs { // da = (db, a) reads a's weight too
+			if in := gr.Inputs[k]; !gr.Forward[k] && len(in) == 2 && gr.Block[in[1]] >= 0 && len(gr.Inputs[in[1]]) == 2 {
+				if w := gr.Inputs[in[1]][1]; gr.Leaf[w] {
+					gr.Inputs[k] = append(gr.Inputs[k], w)
+				}
+			}
+		}
+		isWeight := func(i int) bool { return slices.Contains(weights, i) }
+		perBlock := make([][]int, n)
+		for k, w := range weights {
+			perBlock[k] = []int{w}
+		}
+		for _, o := range []Options{{Prune: true}, {Recompute: true, Prune: true}} {
+			for _, tc := range []struct {
+				groups   [][]int
+				maxLive  int
+				together bool
+			}{{perBlock, 2, false}, {[][]int{weights}, n, true}} {
+				prog := gr.CompileGathered(allNodes(gr), o, tc.groups)
+				loads := map[int]int{}
+				live, peak := 0, 0
+				var loadRuns []int // lengths of runs of consecutive weight loads
+				for p, s := range prog {
+					if s.Op == Load && isWeight(s.Node) {
+						loads[s.Node]++
+						live++
+						peak = max(peak, live)
+						if p > 0 && prog[p-1].Op == Load && isWeight(prog[p-1].Node) {
+							loadRuns[len(loadRuns)-1]++
+						} else {
+							loadRuns = append(loadRuns, 1)
+						}
+					}
+					for _, r := range s.Release {
+						if isWeight(r) {
+							live--
+						}
+					}
+				}
+				for _, w := range weights {
+					assert.Equal(t, 2, loads[w], "weight %d: one load per pass (%+v)", w, o)
+				}
+				assert.Zero(t, live, "every gathered instance is released")
+				assert.LessOrEqual(t, peak, tc.maxLive, "%d blocks %+v", n, o)
+				if tc.together {
+					assert.Equal(t, []int{n, n}, loadRuns, "the group is loaded at once, once per pass")
+				}
+				_, err := gr.Simulate(prog, func(int) int64 { return 10 }, func(int) bool { return false })
+				require.NoError(t, err)
+			}
+		}
+	}
 }

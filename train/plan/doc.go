@@ -27,7 +27,12 @@
 //     input, the rest being recomputed) is offloaded after the block's forward, and the block's
 //     whole group is restored before backward first reads one of them.
 //
-// Both only repeat or move deterministic computations, so the results are those of the plain
+// CompileGathered adds a third: leaves grouped in units (ZeRO-3's sharded parameters) are loaded,
+// a unit's members together, once before the forward steps that read them and once more before
+// the backward steps (recomputations included), so that an executor gathers each unit for the part
+// of the pass that reads it and frees it after.
+//
+// They only repeat or move deterministic computations, so the results are those of the plain
 // program. With Prune, steps whose values nobody reads (and that are not kept outputs) are removed,
 // repeatedly, since removing one may leave its inputs unread.
 //

@@ -1,9 +1,11 @@
 // Command dp-bench fine-tunes a transformer data-parallel on several GPUs of one host (package
-// dataparallel/gpudp: one rank per GPU, ZeRO-2 over NCCL) under each allocator, for each world size, and
-// reports per GPU the peak active and peak reserved bytes, fragmentation and driver calls, and the
-// steady-state step time (median from step 3 on; ranks draw their own sequence lengths each step).
+// dataparallel/gpudp: one rank per GPU, ZeRO-2 or ZeRO-3 over NCCL) under each allocator, for each ZeRO
+// stage and world size, and reports per GPU the peak active and peak reserved bytes,
+// fragmentation, driver calls (in all and per steady step) and the steady-state step time (median
+// from step 3 on; ranks draw their own sequence lengths each step), with the step time against
+// the Gorgonia pool's of the same stage and world size when both ran.
 //
-//	dp-bench [--world 1,2,4,8] [--allocators gmlake,gorgonia,direct] [--preset opt-1.3b] [--lora]
+//	dp-bench [--world 1,2,4,8] [--zero 2,3] [--allocators gmlake,gorgonia,direct] [--preset opt-1.3b] [--lora]
 //	    [--recompute] [--micro-batch 4] [--seq-min 128] [--seq-max 512] [--steps 20]
 //	    [--json FILE] [--markdown FILE]
 //
@@ -23,6 +25,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/gmlake/gmlake/dataparallel/gpudp"
+	"github.com/gmlake/gmlake/dataparallel/zero"
 	"github.com/gmlake/gmlake/gpu"
 	"github.com/gmlake/gmlake/models"
 	"github.com/gmlake/gmlake/train"
@@ -30,6 +33,7 @@ import (
 
 type cli struct {
 	World      []int    `default:"1,2" help:"World sizes (GPUs 0..N-1)."`
+	Zero       []int    `name:"zero" default:"2" help:"ZeRO stages: 2 (every rank holds all parameters) and/or 3 (parameters sharded, all-gathered per block)."`
 	Allocators []string `default:"gmlake,gorgonia,direct" help:"gmlake, gorgonia (Gorgonia's pool over one cuMemAlloc arena), direct."`
 	Preset     string   `default:"opt-1.3b" help:"models.Preset name (random weights)."`
 	LoRA       bool     `name:"lora" help:"LoRA rank 16 on the attention projections, base frozen."`
@@ -50,13 +54,18 @@ type Result struct {
 	LoRA       bool               `json:"lora"`
 	Recompute  bool               `json:"recompute"`
 	World      int                `json:"world"`
+	Stage      int                `json:"zero_stage"`
 	Allocator  string             `json:"allocator"`
 	Ranks      []gpudp.RankMemory `json:"ranks"`
 	StepMillis []float64          `json:"step_ms"`
 	SteadyMs   float64            `json:"steady_step_ms"` // median of steps 3 on
 	WarmupMs   float64            `json:"warmup_ms"`      // steps 0..2 together
 	Losses     []float32          `json:"losses"`
-	Error      string             `json:"error,omitempty"`
+	// CallsPerStep is the worst rank's allocator driver calls per steady step (steps 3 on).
+	CallsPerStep float64 `json:"driver_calls_per_step"`
+	// Gathers is rank 0's unit all-gathers in all (ZeRO-3).
+	Gathers int    `json:"gathers,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 func main() {
@@ -70,6 +79,11 @@ func main() {
 }
 
 func (c *cli) run(stdout, stderr io.Writer) error {
+	for _, st := range c.Zero {
+		if st != int(zero.Stage2) && st != int(zero.Stage3) {
+			return fmt.Errorf("%w: --zero %d (have 2 and 3)", gpudp.ErrStage, st)
+		}
+	}
 	cfg, err := models.Preset(c.Preset)
 	if err != nil {
 		return err
@@ -92,13 +106,15 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 	}
 	enc := json.NewEncoder(out)
 	var results []Result
-	for _, n := range c.World {
-		for _, a := range c.Allocators {
-			res := c.measure(cfg, n, gpudp.Allocator(a))
-			fmt.Fprintf(stderr, "dp-bench: %s N=%d %s: steady %.1f ms/step %s\n", c.Preset, n, a, res.SteadyMs, res.Error)
-			results = append(results, res)
-			if err := enc.Encode(res); err != nil {
-				return err
+	for _, st := range c.Zero {
+		for _, n := range c.World {
+			for _, a := range c.Allocators {
+				res := c.measure(cfg, n, zero.Stage(st), gpudp.Allocator(a))
+				fmt.Fprintf(stderr, "dp-bench: %s ZeRO-%d N=%d %s: steady %.1f ms/step %s\n", c.Preset, st, n, a, res.SteadyMs, res.Error)
+				results = append(results, res)
+				if err := enc.Encode(res); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -109,8 +125,8 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 }
 
 // measure runs one world size under one allocator; a failure is recorded in the result.
-func (c *cli) measure(cfg models.Config, n int, alloc gpudp.Allocator) Result {
-	res := Result{Preset: c.Preset, LoRA: c.LoRA, Recompute: c.Recompute, World: n, Allocator: string(alloc)}
+func (c *cli) measure(cfg models.Config, n int, stage zero.Stage, alloc gpudp.Allocator) Result {
+	res := Result{Preset: c.Preset, LoRA: c.LoRA, Recompute: c.Recompute, World: n, Stage: int(stage), Allocator: string(alloc)}
 	fail := func(err error) Result {
 		res.Error = err.Error()
 		return res
@@ -123,7 +139,7 @@ func (c *cli) measure(cfg models.Config, n int, alloc gpudp.Allocator) Result {
 	for i := range devices {
 		devices[i] = i
 	}
-	opts := gpudp.Options{Devices: devices, Recompute: c.Recompute, Allocator: alloc, Arena: c.Arena,
+	opts := gpudp.Options{Devices: devices, Recompute: c.Recompute, Allocator: alloc, Arena: c.Arena, Stage: stage,
 		AdamW: gpu.AdamWConfig{LR: 1e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, MaxNorm: 1}}
 	if c.LoRA {
 		targets := []string{"c_attn"}
@@ -138,7 +154,11 @@ func (c *cli) measure(cfg models.Config, n int, alloc gpudp.Allocator) Result {
 	}
 	defer tr.Close()
 	rng := rand.New(rand.NewSource(c.Seed))
-	for range c.Steps {
+	var warm []gpudp.RankMemory // after step 3
+	for step := range c.Steps {
+		if step == 3 {
+			warm = tr.Memory()
+		}
 		per := make([][][]int, n)
 		for r := range per {
 			seq := c.SeqMin + 8*rng.Intn((c.SeqMax-c.SeqMin)/8+1)
@@ -153,6 +173,12 @@ func (c *cli) measure(cfg models.Config, n int, alloc gpudp.Allocator) Result {
 		res.Losses = append(res.Losses, st.Loss)
 	}
 	res.Ranks = tr.Memory()
+	res.Gathers = tr.Gathers()
+	if warm != nil {
+		for r, m := range res.Ranks {
+			res.CallsPerStep = max(res.CallsPerStep, float64(m.DriverCalls-warm[r].DriverCalls)/float64(c.Steps-3))
+		}
+	}
 	if len(res.StepMillis) > 3 {
 		steady := slices.Clone(res.StepMillis[3:])
 		slices.Sort(steady)

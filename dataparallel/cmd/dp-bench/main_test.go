@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gmlake/gmlake/dataparallel/gpudp"
 	"github.com/gmlake/gmlake/gpu"
 	"github.com/gmlake/gmlake/models"
 )
@@ -27,6 +28,8 @@ func parse(t *testing.T, args ...string) *cli {
 func TestFlags(t *testing.T) {
 	c := parse(t, "--world", "1,2,4", "--allocators", "gmlake,direct", "--preset", "llama-1b", "--lora", "--no-recompute")
 	assert.Equal(t, []int{1, 2, 4}, c.World)
+	assert.Equal(t, []int{2}, c.Zero, "ZeRO-2 by default")
+	assert.Equal(t, []int{2, 3}, parse(t, "--zero", "2,3").Zero)
 	assert.Equal(t, []string{"gmlake", "direct"}, c.Allocators)
 	assert.True(t, c.LoRA)
 	assert.False(t, c.Recompute)
@@ -46,14 +49,20 @@ func TestRunNeedsGPUs(t *testing.T) {
 	}
 	c = parse(t, "--preset", "gpt-9")
 	assert.ErrorIs(t, c.run(&bytes.Buffer{}, &bytes.Buffer{}), models.ErrUnknownPreset)
+	c = parse(t, "--zero", "2,1")
+	assert.ErrorIs(t, c.run(&bytes.Buffer{}, &bytes.Buffer{}), gpudp.ErrStage)
 }
 
 func TestMarkdown(t *testing.T) {
 	c := parse(t, "--preset", "gpt2-small")
-	md := markdown(c, []Result{{World: 2, Allocator: "gmlake", SteadyMs: 12.5, WarmupMs: 300, Error: ""},
-		{World: 2, Allocator: "direct", Error: "out of memory"}})
+	ranks := []gpudp.RankMemory{{PeakActive: 100 << 20, PeakReserved: 101 << 20, DriverCalls: 40}}
+	md := markdown(c, []Result{{Stage: 3, World: 2, Allocator: "gmlake", SteadyMs: 12.5, WarmupMs: 300, Ranks: ranks, CallsPerStep: 2},
+		{Stage: 3, World: 2, Allocator: "gorgonia", SteadyMs: 12.5 / 1.25, Ranks: ranks},
+		{Stage: 2, World: 2, Allocator: "gmlake", SteadyMs: 9},
+		{Stage: 3, World: 2, Allocator: "direct", Error: "out of memory"}})
 	assert.Contains(t, md, "gpt2-small, full")
-	assert.Equal(t, 4, strings.Count(md, "\n|"), "header, separator, two rows")
-	assert.Contains(t, md, "| 2 | gmlake |")
+	assert.Equal(t, 6, strings.Count(md, "\n|"), "header, separator, four rows")
+	assert.Contains(t, md, "| 3 | 2 | gmlake | 0.10 | 0.10 | 1.010 | 0.000 | 40 | 2.0 | 12.5 | 1.250 |")
+	assert.Contains(t, md, "| 2 | 2 | gmlake | 0.00 | 0.00 |  | 0.000 | 0 | 0.0 | 9.0 |  |", "no pool at ZeRO-2: no ratio")
 	assert.Contains(t, md, "out of memory")
 }
