@@ -77,16 +77,26 @@ func (r *Reclaimer) Alloc(size int64) (tensor.Memory, error) {
 	return mem, nil
 }
 
-// Free frees a block now (see Allocator.Free); Reclaim then no longer considers it.
+// Free frees a block now (see Allocator.Free); Reclaim then no longer considers it. A block of this
+// engine named by another tensor.Memory at its address (a Dense over it) is freed through its
+// handle, so that it is freed once.
 func (r *Reclaimer) Free(mem tensor.Memory, size int64) error {
-	if err := r.TensorEngine.Free(mem, size); err != nil {
-		return err
+	if isNil(mem) {
+		return r.TensorEngine.Free(mem, size)
 	}
 	r.mu.Lock()
-	if b, ok := mem.(*Block); ok && r.blocks[b.addr] == b {
-		delete(r.blocks, b.addr)
+	defer r.mu.Unlock()
+	b := r.blocks[mem.Uintptr()]
+	if b == nil {
+		return r.TensorEngine.Free(mem, size)
 	}
-	r.mu.Unlock()
+	if h, ok := mem.(*Block); ok && h != b {
+		return r.TensorEngine.Free(mem, size) // a stale handle: the Allocator refuses it
+	}
+	if err := r.alloc.Free(b, size); err != nil {
+		return err
+	}
+	delete(r.blocks, b.addr)
 	return nil
 }
 

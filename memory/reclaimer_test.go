@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
+
+	"github.com/gmlake/gmlake/stitch"
 )
 
 // TestReclaimKeepsWhatRootsReach: Reclaim frees a block of its engine only when no tensor, slice
@@ -59,6 +61,10 @@ func TestReclaimerFreeForgetsTheBlock(t *testing.T) {
 	m, err := r.Alloc(100)
 	require.NoError(t, err)
 	require.NoError(t, r.Free(m, 100))
+	assert.ErrorIs(t, r.Free(m, 100), stitch.ErrDoubleFree)
+	d := tensor.New(tensor.WithEngine(r), tensor.Of(tensor.Float32), tensor.WithShape(25))
+	require.NoError(t, r.Free(d, 100), "a Dense names its block by address")
+	assert.Error(t, r.Free(d, 100), "freed once (by address the engine decides what it reports)")
 	st, err := r.Reclaim()
 	require.NoError(t, err)
 	assert.Zero(t, st.Freed)
