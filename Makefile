@@ -124,10 +124,15 @@ results-check:
 	./scripts/results-fresh.sh
 
 # ---- Sharded data parallelism by simulation: per-rank traces of ZeRO fine-tuning for N = 1..16
-# through the simulated allocators (dataparallel/shardsim); writes results/bench/SHARDING.md and SHARDING.jsonl.
+# through the simulated allocators (dataparallel/shardsim); writes results/bench/SHARDING.md and
+# SHARDING.jsonl, and results/dataparallel/SHARDING-zero3.* (every model shape at ZeRO-3, full
+# fine-tuning with and without recomputation, LoRA: the stage whose shards shrink as N grows).
+ZERO3_WORKLOADS = opt-1.3b:full:3:ckpt,opt-1.3b:full:3,gpt2-xl:full:3:ckpt,llama-1b:full:3:ckpt,llama-7b:full:3:ckpt,llama-7b:lora:3:ckpt
 .PHONY: shard-sim
 shard-sim:
 	$(GO) run ./bench/cmd/shard-sim --markdown results/bench/SHARDING.md > results/bench/SHARDING.jsonl
+	$(GO) run ./bench/cmd/shard-sim --workload $(ZERO3_WORKLOADS) --allocators gmlake,gorgonia,caching \
+		--markdown results/dataparallel/SHARDING-zero3.md > results/dataparallel/SHARDING-zero3.jsonl
 
 # ---- GPU code. It has no build tag and no cgo: the CUDA libraries (driver, cuBLAS, NVRTC, NCCL)
 # are opened at run time (internal/dl), so `go build ./...` includes it, CGO_ENABLED=0 builds it,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # results-fresh.sh: checks that the committed benchmark reports (results/bench/RESULTS.md, RESULTS-generated.md,
-# results/bench/RESULTS-own.md, results/bench/RESULTS-heldout.md, results/bench/SHARDING.md, results/bench/SHARDING.jsonl) are what the code gives today:
+# results/bench/RESULTS-own.md, results/bench/RESULTS-heldout.md, results/bench/SHARDING.md, results/bench/SHARDING.jsonl,
+# results/dataparallel/SHARDING-zero3.md and .jsonl) are what the code gives today:
 # it regenerates them with the make targets that write them (into a scratch copy) and compares,
 # ignoring what depends on the machine or the clock (the "Written by ... on DATE, host ..." line
 # and the ns/pair column, wall time). A report that differs means the code changed its figures
@@ -9,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-files=(results/bench/RESULTS.md results/bench/RESULTS-own.md results/bench/RESULTS-generated.md results/bench/RESULTS-heldout.md results/bench/SHARDING.md results/bench/SHARDING.jsonl)
+files=(results/bench/RESULTS.md results/bench/RESULTS-own.md results/bench/RESULTS-generated.md results/bench/RESULTS-heldout.md results/bench/SHARDING.md results/bench/SHARDING.jsonl results/dataparallel/SHARDING-zero3.md results/dataparallel/SHARDING-zero3.jsonl)
 for f in "${files[@]}"; do cp "$f" "$scratch/$(basename "$f").committed"; done
 make --no-print-directory bench shard-sim >"$scratch/log" 2>&1 || { cat "$scratch/log"; exit 1; }
 

@@ -3,7 +3,7 @@
 // simulated allocators of package bench, and reports, per world size, the worst rank's peak
 // active and peak reserved bytes, fragmentation and minimum capacity over peak active.
 //
-//	shard-sim [--workload PRESET:full|lora:STAGE[:ckpt][:overlap]]... [--ranks 1,2,4,8,16]
+//	shard-sim [--workload PRESET:full|lora:STAGE[:ckpt][:overlap]]... [--ranks 1,2,4,8,16] [--zero 2,3]
 //	    [--allocators gmlake,gorgonia,caching] [--max-ranks K] [--markdown FILE] [--write-traces DIR]
 //	    [--quiet] [--verbose]
 //
@@ -23,11 +23,13 @@ import (
 
 	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/dataparallel/shardsim"
+	"github.com/gmlake/gmlake/dataparallel/zero"
 )
 
 type cli struct {
 	Workload   []string      `name:"workload" default:"opt-1.3b:full:1:ckpt,opt-1.3b:full:2:ckpt,opt-1.3b:full:3:ckpt,opt-1.3b:full:2,gpt2-xl:full:2:ckpt,opt-1.3b:full:3:ckpt:overlap,llama-7b:full:3:ckpt,llama-7b:full:3:ckpt:overlap,llama-7b:lora:2:ckpt,llama-7b:lora:3:ckpt" help:"PRESET:full|lora:STAGE[:ckpt][:overlap] (repeatable or comma-separated)."`
 	Ranks      []int         `default:"1,2,4,8,16" help:"World sizes N."`
+	Zero       []int         `name:"zero" help:"Run every workload at each of these ZeRO stages (1, 2, 3) instead of the stage it names."`
 	Allocators []string      `default:"gmlake,gorgonia,caching" help:"Simulated allocators (see gmlake-bench)."`
 	MaxRanks   int           `name:"max-ranks" default:"0" help:"Measure at most this many ranks per world size, spread evenly (0: all)."`
 	MicroBatch int           `name:"micro-batch" default:"4" help:"Sequences per rank per step."`
@@ -65,7 +67,16 @@ func (c *cli) study(progress io.Writer) (shardsim.Study, error) {
 			return st, err
 		}
 		w.MicroBatch, w.SeqMin, w.SeqMax, w.Steps, w.Seed = c.MicroBatch, c.SeqMin, c.SeqMax, c.Steps, c.Seed
-		st.Workloads = append(st.Workloads, w)
+		if len(c.Zero) == 0 {
+			st.Workloads = append(st.Workloads, w)
+		}
+		for _, stage := range c.Zero {
+			if stage < int(zero.Stage1) || stage > int(zero.Stage3) {
+				return st, fmt.Errorf("%w: --zero %d (have 1, 2, 3)", shardsim.ErrWorkload, stage)
+			}
+			w.Stage = zero.Stage(stage)
+			st.Workloads = append(st.Workloads, w)
+		}
 	}
 	specs, err := bench.SimSpecs(c.Allocators)
 	if err != nil {

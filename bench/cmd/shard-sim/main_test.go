@@ -60,7 +60,7 @@ func TestShardSimWritesRowsAndTables(t *testing.T) {
 	assert.Contains(t, s, "simulated traces, not measurements")
 	assert.Equal(t, 2*(1+3), strings.Count(s, "\n| "), "per table: a header and one line per world size")
 
-	again := filepath.Join(t.TempDir(), "again.md")
+	again := filepath.Join(t.TempDir(), "SHARDING.md") // the name is part of the text
 	c = parse(t, "--workload", "gpt2-tiny:full:2:ckpt,gpt2-tiny:lora:3", "--ranks", "1,2,4",
 		"--allocators", "gmlake,caching", "--seq-min", "16", "--seq-max", "64", "--steps", "4", "--markdown", again, "--quiet")
 	stdout.Reset()
@@ -76,8 +76,22 @@ func TestShardSimRejectsBadInput(t *testing.T) {
 		{"--workload", "gpt2-tiny:full"},
 		{"--workload", "nope:full:2"},
 		{"--workload", "gpt2-tiny:full:2", "--allocators", "magic"},
+		{"--workload", "gpt2-tiny:full:2", "--zero", "4"},
 	} {
 		c := parse(t, append(args, "--ranks", "1", "--seq-min", "16", "--seq-max", "32", "--steps", "1")...)
 		assert.Error(t, c.run(&bytes.Buffer{}, &bytes.Buffer{}), "%v", args)
 	}
+}
+
+// TestShardSimZeroOverridesStages: --zero runs each workload at every stage given, in that order.
+func TestShardSimZeroOverridesStages(t *testing.T) {
+	c := parse(t, "--workload", "gpt2-tiny:full:1:ckpt,gpt2-tiny:lora:2", "--zero", "2,3", "--ranks", "1,2",
+		"--allocators", "gmlake", "--seq-min", "16", "--seq-max", "32", "--steps", "2")
+	st, err := c.study(nil)
+	require.NoError(t, err)
+	var names []string
+	for _, w := range st.Workloads {
+		names = append(names, w.Name())
+	}
+	assert.Equal(t, []string{"gpt2-tiny-full-z2-ckpt", "gpt2-tiny-full-z3-ckpt", "gpt2-tiny-lora-z2", "gpt2-tiny-lora-z3"}, names)
 }
