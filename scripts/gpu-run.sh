@@ -51,7 +51,7 @@ if [[ $what == tests || $what == all ]]; then
 	in_package "$out/gpu-test.log" gpu/cublas "$gpu/cublas.test" -test.v -test.count=1
 	in_package "$out/gpu-test.log" gpu/cudnn "$gpu/cudnn.test" -test.v -test.count=1
 	GMLAKE_REQUIRE_NVRTC=1 in_package "$out/gpu-test.log" gpu/kernels "$gpu/kernels.test" -test.v -test.count=1
-	in_package "$out/gpu-test.log" dist/nccl "$gpu/nccl.test" -test.v -test.count=1
+	in_package "$out/gpu-test.log" dataparallel/nccl "$gpu/nccl.test" -test.v -test.count=1
 	in_package "$out/gpu-test.log" driver/cuda "$gpu/cuda.test" -test.v -test.count=1 -test.run TestGPUInvalidHandles
 	in_package "$out/gpu-test.log" driver/cuda "$gpu/cuda.test" -test.run '^$' -test.bench . -test.benchtime "${BENCHTIME:-200x}"
 fi
