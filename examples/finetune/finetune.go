@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/internal/progress"
 	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/models"
 	"github.com/gmlake/gmlake/trace"
@@ -219,9 +220,14 @@ func run(c cli, tr *train.Trainer, task train.Counting, maxPos int, out io.Write
 	if res.before, err = tr.Loss(held); err != nil {
 		return res, err
 	}
+	drawn := progress.OnTerminal(out) // a log or a pipe gets no carriage-return frames
 	bar := progressbar.NewOptions(c.Steps, progressbar.OptionSetWriter(out), progressbar.OptionSetWidth(30),
-		progressbar.OptionShowCount(), progressbar.OptionSetDescription("fine-tuning"), progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(out) }))
+		progressbar.OptionSetVisibility(drawn), progressbar.OptionShowCount(), progressbar.OptionSetDescription("fine-tuning"),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() {
+			if drawn {
+				fmt.Fprintln(out)
+			}
+		}))
 	t0 := time.Now()
 	for i := range c.Steps {
 		r, err := tr.Step(task.Batch(rng, c.Batch, seqLen(rng, c, maxPos)))

@@ -77,7 +77,8 @@ func TestReplayTablePlotMarkdown(t *testing.T) {
 	out, err := runCLI(t, "replay", "--quiet", "--allocators", "caching,direct", "--min-capacity",
 		"--plot", filepath.Join(dir, "plots"), "--markdown", md, "--anchors", anchors, writeTiny(t))
 	require.NoError(t, err)
-	assert.Contains(t, out, "peak reserved")
+	assert.Contains(t, out, "reserved")
+	assert.Contains(t, out, "cap/act")
 	assert.Contains(t, out, "caching")
 	assert.Contains(t, out, "direct")
 	png, err := os.ReadFile(filepath.Join(dir, "plots", "tiny.trace.png"))
@@ -143,7 +144,7 @@ func TestReplayNoveltyAndRepeat(t *testing.T) {
 	assert.EqualValues(t, 0, caching["converged_calls_per_iter"])
 	assert.EqualValues(t, 1, caching["converged_after"])
 
-	out, err = runCLI(t, "replay", "--quiet", "--allocators", "direct", "--repeat", "2", path)
+	out, err = runCLI(t, "replay", "--quiet", "--wide", "--allocators", "direct", "--repeat", "2", path)
 	require.NoError(t, err)
 	assert.Contains(t, out, "steady its forced/novel/all")
 	assert.Contains(t, out, "driver ms/it (H200)")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/internal/progress"
 	"github.com/gmlake/gmlake/internal/units"
 	"github.com/schollz/progressbar/v3"
 )
@@ -33,7 +34,9 @@ type replayCmd struct {
 	GrowthSlack  []float64     `sep:"," placeholder:"F,..." help:"Also replay gmlake with stitch.WithGrowthSlack(F), as gmlake/slack=F: headroom traded for fewer driver calls (needs gmlake in --allocators)."`
 	WarmupGrowth []units.Bytes `name:"warmup-growth" sep:"," placeholder:"BYTES,..." help:"Also replay gmlake with stitch.WithWarmupGrowth(BYTES), as gmlake/warmup=BYTES: growth in large steps until an iteration is remembered (needs gmlake in --allocators)."`
 	Jobs         int           `default:"1" help:"(trace, allocator) pairs measured at once; >1 makes ns/pair noisier."`
-	Quiet        bool          `help:"No progress bar."`
+	Snapshot     string        `type:"path" placeholder:"FILE" help:"Write the first trace's replay through gmlake as a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot's pickle) to FILE."`
+	Wide         bool          `help:"Print every figure in the table (over 250 columns); by default it fits 120."`
+	Quiet        bool          `help:"No progress bar (there is none unless stderr is a terminal)."`
 	Traces       []string      `arg:"" type:"existingfile" name:"TRACE" help:"Trace files."`
 }
 
@@ -91,13 +94,18 @@ func (c *replayCmd) Run(stdout io.Writer) error {
 	if c.JSON {
 		err = writeJSON(stdout, reports)
 	} else {
-		err = writeTable(stdout, reports, tableColumns{minCapacity: c.MinCapacity, capped: c.Capacity > 0, repeat: c.Repeat > 0})
+		err = writeTable(stdout, reports, tableColumns{minCapacity: c.MinCapacity, capped: c.Capacity > 0, repeat: c.Repeat > 0, wide: c.Wide})
 	}
 	if err != nil {
 		return err
 	}
 	if c.Plot != "" {
 		if err := writePlots(c.Plot, traces, reports); err != nil {
+			return err
+		}
+	}
+	if c.Snapshot != "" && len(traces) > 0 {
+		if err := writeSnapshot(c.Snapshot, traces[0], os.Stderr); err != nil {
 			return err
 		}
 	}
@@ -117,7 +125,7 @@ func (c *replayCmd) measureAll(traces []*bench.Prepared, specs []bench.Spec) ([]
 	reports := make([]bench.Report, len(traces)*len(specs))
 	errs := make([]error, len(reports))
 	bar := progressbar.NewOptions(len(reports), progressbar.OptionSetWriter(os.Stderr),
-		progressbar.OptionSetVisibility(!c.Quiet), progressbar.OptionShowCount(),
+		progressbar.OptionSetVisibility(!c.Quiet && progress.OnTerminal(os.Stderr)), progressbar.OptionShowCount(),
 		progressbar.OptionSetDescription("replaying"), progressbar.OptionClearOnFinish(),
 		progressbar.OptionThrottle(100*time.Millisecond))
 	opts := bench.MeasureOptions{MinCapacity: c.MinCapacity, Step: uint64(c.Step), TimeLimit: c.TimeLimit,

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/gmlake/gmlake/bench"
@@ -14,10 +15,15 @@ type tableColumns struct {
 	minCapacity bool // min capacity, cap/active
 	capped      bool // out-of-memory under --capacity
 	repeat      bool // convergence under --repeat
+	wide        bool // every column, not the narrow table's
 }
 
-// writeTable prints one row per (trace, allocator), figures in GiB.
+// writeTable prints one row per (trace, allocator): by default the narrow table (narrowTable), with
+// cols.wide every figure.
 func writeTable(w io.Writer, reports []bench.Report, cols tableColumns) error {
+	if !cols.wide {
+		return narrowTable(w, reports, cols)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "trace\tallocator\tpeak active\tpeak reserved\tfrag\t"
 	if cols.minCapacity {
@@ -55,6 +61,74 @@ func writeTable(w io.Writer, reports []bench.Report, cols tableColumns) error {
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// narrowTable fits 120 columns for the project's traces and allocators: the trace's name without
+// its ending, once per group of rows; memory in GiB; driver calls and estimated driver milliseconds
+// per steady iteration; out-of-memory under --capacity as the event where it happened ("-": none). The other
+// figures are in the wide table, --json and --markdown.
+func narrowTable(w io.Writer, reports []bench.Report, cols tableColumns) error {
+	nameW, allocW := len("trace"), len("allocator")
+	for _, r := range reports {
+		nameW, allocW = max(nameW, len(shortName(r.Trace))), max(allocW, len(r.Allocator))
+	}
+	// The names are one left-aligned cell; the figures are right-aligned after it.
+	names := func(trace, alloc string) string { return fmt.Sprintf("%-*s  %-*s", nameW, trace, allocW, alloc) }
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
+	header := names("trace", "allocator") + "\tactive\treserved\tfrag\t"
+	if cols.minCapacity {
+		header += "min cap\tcap/act\t"
+	}
+	header += "calls/it\tms/it\t"
+	if cols.capped {
+		header += "OOM event\t"
+	}
+	fmt.Fprintln(w, "memory in GiB; driver calls and estimated driver ms (H200) per steady iteration; --wide for every figure")
+	fmt.Fprintln(tw, header)
+	last := ""
+	for _, r := range reports {
+		name := shortName(r.Trace)
+		if name == last {
+			name = ""
+		} else {
+			last = name
+		}
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%s\tERROR: %s\t\n", names(name, r.Allocator), r.Error)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t", names(name, r.Allocator), units.FormatGiB(r.PeakActive), units.FormatGiB(r.PeakReserved), r.Fragmentation)
+		if cols.minCapacity {
+			minCap := "-"
+			if r.MinCapacity != nil {
+				minCap = units.FormatGiB(*r.MinCapacity)
+				if r.MinCapacityExact != nil && !*r.MinCapacityExact {
+					minCap = "<=" + minCap
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t", minCap, ratio(r.CapacityOverActive))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t", calls(r.SteadyDriverCallsPerIter), ms(r.SteadyDriverMsPerIter))
+		if cols.capped {
+			oom := "-"
+			if r.OOMAt != nil {
+				oom = fmt.Sprint(r.OOMAt.Event)
+			}
+			fmt.Fprintf(tw, "%s\t", oom)
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+// shortName is a trace file's name without its ending (.trace.gz, .pickle.gz, ...).
+func shortName(trace string) string {
+	for _, end := range []string{".trace.gz", ".trace", ".snapshot.pickle.gz", ".pickle.gz", ".snapshot.pickle", ".pickle"} {
+		if n, ok := strings.CutSuffix(trace, end); ok {
+			return n
+		}
+	}
+	return trace
 }
 
 // steadyIters is "forced / novel / all" steady iterations, or "-" for a trace without steady
