@@ -92,8 +92,8 @@ func referenceWeights(t *testing.T, cfg models.Config, data [][][]int) map[strin
 
 // shardedWeights trains ranks ranks, each on batch/ranks sequences of every batch, with ZeRO at
 // stage st, activations on each rank's own gmlake pool (host memory), and returns rank 0's weights
-// after checking that every rank holds the same ones.
-func shardedWeights(t *testing.T, cfg models.Config, data [][][]int, ranks int, st zero.Stage) map[string][]float32 {
+// after checking that every rank holds the same ones, and the mean loss over ranks of each step.
+func shardedWeights(t *testing.T, cfg models.Config, data [][][]int, ranks int, st zero.Stage) (map[string][]float32, []float32) {
 	t.Helper()
 	pools, err := dataparallel.NewPools(ranks, func(int) (stitch.Driver, error) {
 		return host.New(host.WithGranularity(64<<10), host.WithCapacity(256<<20))
@@ -136,11 +136,14 @@ func shardedWeights(t *testing.T, cfg models.Config, data [][][]int, ranks int, 
 		}
 	}
 
+	var losses []float32
 	for _, ids := range data {
 		per := batch / ranks
+		var loss float32
 		for r, rep := range reps {
 			require.NoError(t, rep.g.SetIDs(flatIDs(ids[r*per:(r+1)*per])))
 			require.NoError(t, rep.m.RunAll())
+			loss += rep.m.Value(rep.g.Loss).Data().(float32) / float32(ranks)
 			grads := make([][]float32, len(rep.g.Grads))
 			for i, gn := range rep.g.Grads {
 				grads[i] = rep.m.Value(gn).Data().([]float32)
@@ -150,6 +153,7 @@ func shardedWeights(t *testing.T, cfg models.Config, data [][][]int, ranks int, 
 		}
 		_, err := group.Step()
 		require.NoError(t, err)
+		losses = append(losses, loss)
 	}
 	require.NoError(t, pools.Check())
 	for r, st := range pools.Stats() {
@@ -164,7 +168,7 @@ func shardedWeights(t *testing.T, cfg models.Config, data [][][]int, ranks int, 
 		s := layout.Params[i]
 		out[name] = group.Params(0)[s.Offset : s.Offset+s.Len]
 	}
-	return out
+	return out, losses
 }
 
 func flatIDs(rows [][]int) []int {
@@ -196,7 +200,7 @@ func TestDataParallelZeROMatchesTrainer(t *testing.T) {
 	for _, ranks := range []int{1, 2, 4} {
 		for _, st := range []zero.Stage{zero.Stage1, zero.Stage2} {
 			t.Run(fmt.Sprintf("%d ranks %v", ranks, st), func(t *testing.T) {
-				got := shardedWeights(t, cfg, data, ranks, st)
+				got, _ := shardedWeights(t, cfg, data, ranks, st)
 				require.Len(t, got, len(want))
 				worst := 0.0
 				for name, w := range want {
