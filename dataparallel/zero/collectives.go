@@ -2,6 +2,16 @@ package zero
 
 import "fmt"
 
+// Collectives are the collectives a Group or Group3 runs over its in-process ranks: argument i of
+// every call is rank i's buffer. HostCollectives does them in Go; a test may pass NCCL's (over
+// host memory) with WithCollectives.
+type Collectives interface {
+	AllReduceSum(bufs [][]float32) error
+	ReduceScatterSum(send, recv [][]float32) error
+	AllGather(send, recv [][]float32) error
+	AllReduceSum64(vals []float64) float64
+}
+
 // HostCollectives are NCCL's collectives over in-process ranks: argument i of every call is rank
 // i's buffer. Sums add ranks' contributions in rank order, element by element, so every rank
 // receives bit-identical results and reduce-scatter gives exactly the elements all-reduce would.

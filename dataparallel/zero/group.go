@@ -29,7 +29,7 @@ type Group struct {
 	layout *Layout
 	stage  Stage
 	cfg    AdamW
-	coll   HostCollectives
+	coll   Collectives
 	log    *slog.Logger
 
 	params [][]float32 // per rank: Padded elements, the replica
@@ -45,6 +45,15 @@ type GroupOption func(*Group)
 // WithStage sets the ZeRO stage (default Stage2).
 func WithStage(s Stage) GroupOption { return func(g *Group) { g.stage = s } }
 
+// WithCollectives runs the group's collectives with c instead of HostCollectives.
+func WithCollectives(c Collectives) GroupOption {
+	return func(g *Group) {
+		if c != nil {
+			g.coll = c
+		}
+	}
+}
+
 // WithLogger logs each step's gradient norm at debug level. Default: none.
 func WithLogger(l *slog.Logger) GroupOption {
 	return func(g *Group) {
@@ -57,7 +66,7 @@ func WithLogger(l *slog.Logger) GroupOption {
 // NewGroup makes layout.Ranks ranks whose parameters all start as init (one slice per parameter,
 // in layout order).
 func NewGroup(layout *Layout, cfg AdamW, init [][]float32, opts ...GroupOption) (*Group, error) {
-	g := &Group{layout: layout, stage: Stage2, cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	g := &Group{layout: layout, stage: Stage2, cfg: cfg, coll: HostCollectives{}, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(g)
 	}

@@ -17,7 +17,7 @@ import (
 type Group3 struct {
 	units *Units
 	cfg   AdamW
-	coll  HostCollectives
+	coll  Collectives
 	log   *slog.Logger
 
 	shards [][]float32 // per rank: ShardLen elements, its shard of every unit's parameters
@@ -27,14 +27,13 @@ type Group3 struct {
 }
 
 // NewGroup3 makes units.Ranks ranks whose parameters all start as init (one slice per parameter,
-// in the order Units was made with). Of the options only WithLogger applies.
+// in the order Units was made with). Of the options WithLogger and WithCollectives apply.
 func NewGroup3(units *Units, cfg AdamW, init [][]float32, opts ...GroupOption) (*Group3, error) {
-	var g2 Group
-	g2.log = slog.New(slog.DiscardHandler)
+	g2 := Group{coll: HostCollectives{}, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(&g2)
 	}
-	g := &Group3{units: units, cfg: cfg, log: g2.log}
+	g := &Group3{units: units, cfg: cfg, coll: g2.coll, log: g2.log}
 	for r := range units.Ranks {
 		s := make([]float32, units.ShardLen)
 		if err := units.Shard(r, s, init); err != nil {
