@@ -78,11 +78,9 @@
 //     add up to the request are mapped under a new view: Reserve, one Map per run of chunks
 //     contiguous in one physical allocation, one SetAccess. Loose ranges alone first, so that no
 //     cached block is flushed, unless idle runs (loose ranges joined with the cached blocks between
-//     them) make the view of fewer than half the pieces (each piece is a Map call at least: on the
-//     GPT-2-XL trace gpu-train recorded, the fourth repetition's 1.5 calls per iteration go to 0,
-//     no other of the 34 bench traces changes); idle runs also when the loose ranges alone cannot
-//     reach the request, flushing only the cached blocks the view covers; else every cached block
-//     is flushed.
+//     them) make the view of fewer than half the pieces (each piece is a Map call at least); idle
+//     runs also when the loose ranges alone cannot reach the request, flushing only the cached
+//     blocks the view covers; else every cached block is flushed.
 //   - NewChunks: free memory cannot cover the request, even with the empty small pages given back.
 //     Only the deficit is created, becomes loose,
 //     and the request is carved or stitched from it and the free memory: new memory is always

@@ -33,24 +33,13 @@ package stitch
 //     memo left where its script has no large request (a small one, or none: a longer script, as
 //     GPT-2 XL's iterations of 7309 requests against those of 7295, or a shorter one) hands over
 //     once to another memo that dominates the iteration so far, whose places the occupied-place
-//     guard still checks. On gpt2xl-full-ckpt this took the calls of its one repeat iteration
-//     that made any (iteration 5, which followed iteration 4's memo) from 6 to 0; handing over
-//     also where the sizes differ moved calls between traces (summed: more).
+//     guard still checks. Only where the sizes agree: handing over where they differ moves calls
+//     between traces and makes more in all.
 //   - Coalescing after: the blocks of a shorter iteration lie in a longer one's places, each with
-//     its tail free, and a new shape laid out in those gaps needs more memory at its peak (LoRA
-//     without recomputation: capacity 1.0036 -> 1.0117). So when an iteration becomes a new shape
-//     after one whose layout came from a dominating memo (directly, or through the memo of such an
-//     iteration), every cached large block is flushed at once, and the shape is laid out from
-//     coalesced memory.
-//
-// Measured on the bench's 34 traces (7 shared, 24 generated, 3 recorded by gpu-train) replayed
-// with iteration marks, against the memos of exact shapes alone (2026-11-29): driver calls in
-// repeat iterations (every need met before; bench/doc.go) summed 3774 -> 871; in the iterations
-// where no allocator is bound to call, 4813 -> 2021; all steady calls 11183 -> 7895; calls per
-// iteration in the fourth repetition, summed, 27.4 -> 3.1 (the two GPT-2-XL traces gpu-train
-// recorded now need a fifth: [2619 148 34 35 0 0 0 0] over eight repetitions); worst capacity /
-// peak active 1.0055 -> 1.0072, worst fragmentation 0.0063 -> 0.0081, all within 1.01 and 0.02.
-// Over the ZeRO simulations of results/bench/SHARDING.md, worst capacity / peak active 1.006 -> 1.0066.
+//     its tail free, and a new shape laid out in those gaps needs more memory at its peak. So when
+//     an iteration becomes a new shape after one whose layout came from a dominating memo
+//     (directly, or through the memo of such an iteration), every cached large block is flushed
+//     at once, and the shape is laid out from coalesced memory.
 
 // dominatingMemo returns the most recent memo that dominates the current iteration and has a
 // large request at the current ordinal of at least r bytes, aligned with it; none once the

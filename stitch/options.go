@@ -78,15 +78,9 @@ func WithCapacity(bytes uint64) Option {
 // most fraction × the memory reserved, never past the capacity. An iteration that needs more memory
 // than any before it (a longer sequence) then grows in a few ever larger steps instead of one
 // create, map and set-access, plus a stitch, per request. The default, 0, keeps reserved memory at
-// what the peak needs. Measured at 0.005 on the shared traces with marks (`make bench`, the
-// gmlake/slack=0.005 column of results/bench/RESULTS.md, 2026-11-29, with dominating memos): steady driver
-// calls per iteration 12.3-285.6 -> 6.2-114.0 (estimated driver time 9-122 -> 8-92 ms per
-// iteration), capacity / peak live 1.001-1.007 either way, fragmentation up to 0.010 instead of
-// 0.007, and every trace still makes no driver call in its fourth repetition (before dominating
-// memos, on the 27 other traces of the bench, steady calls summed 643 -> 265 at capacity / peak
-// live up to 1.0063). At 0.01 one shared trace no longer
-// converges in four repetitions: the layout reacts chaotically to where headroom lands, and the
-// default keeps memory first.
+// what the peak needs: headroom trades memory for fewer driver calls (the gmlake/slack=0.005
+// column of results/bench/RESULTS.md compares the two), and where it lands changes the layout of
+// later iterations, so at larger fractions a long run can take longer to stop calling the driver.
 func WithGrowthSlack(fraction float64) Option {
 	return func(c *config) error {
 		if !(fraction >= 0 && fraction < 1) {
@@ -105,14 +99,8 @@ func WithGrowthSlack(fraction float64) Option {
 // chunk or so, over memory grown in 128 MiB steps one per 64 chunks. The extra chunks are loose
 // memory the next requests take, so reserved memory passes the need by less than bytes, and not at
 // all under a capacity. Off by default: it changes where blocks land, and with it when a long run
-// stops calling the driver. Measured at 128 MiB on the bench's 34 traces with marks
-// (2026-11-29, fourth session, gmlake-bench replay --repeat 8): driver calls in the iterations
-// where no allocator is bound to call 2015 -> 1179 in the single pass (gpt2xl-full-ckpt 27.2 -> 5.6
-// per iteration), in repeat iterations 865 -> 323, all calls over eight repetitions 56238 ->
-// 23913 and over the 5th-8th 1712 -> 471; worst capacity / peak live 1.0072 -> 1.0070, worst
-// fragmentation 0.0081 -> 0.0080; but opt1.3b-lora-ckpt-off makes 15 calls in its fourth
-// repetition (none after), and on the shared traces the 5th-8th repetitions make 248 calls
-// instead of 67.
+// stops calling the driver (the gmlake/warmup=128MiB column of results/bench/RESULTS.md compares
+// it with the default).
 func WithWarmupGrowth(bytes uint64) Option {
 	return func(c *config) error { c.warmupGrowth = bytes; return nil }
 }

@@ -13,22 +13,15 @@ import (
 // replayed eight times: 12 pages after the first iteration, 20 by the 15th, 21 by the 40th). Made
 // from free large-pool memory, the new page sits in a place some remembered iteration gives a large
 // block; when that iteration's shape recurs, its memo finds the place taken and the request
-// stitches, and the layout after it drifts: each late page cost a burst of driver calls (67 on
-// opt1.3b-full in its fifth repetition, 517 on a simulated Llama-1B ZeRO-1 rank in its seventh).
+// stitches, and the layout after it drifts: each late page costs a burst of driver calls, long
+// after warm-up.
 //
 // So a page is placed, in order: where the followed memo had a page (memo.go); at a home of a
 // page's size, in free loose bytes (the highest), both outside every large place of the last
 // pageAwayMemos memos; else in new memory, grown pageGrowth pages at a time so that the next pages
-// come without a call; and only when the capacity has no room for that, as before (carvePage,
-// allocLarge). Measured on the bench's 34 traces replayed eight times in a row (2026-11-29, fourth
-// session): driver calls in repetitions 5-8 1712 -> 12 (the shared traces 67 -> 0; what remains is
-// four page growths of 3 calls), all calls over the eight 56238 -> 52773; in the single pass,
-// calls in iterations where no allocator is bound to call 2015 -> 2017, in repeat iterations 865
-// -> 834, in the fourth of four repetitions 1.6 -> 0 per iteration, summed; worst capacity / peak
-// live 1.0072 -> 1.0068; fragmentation up to 0.0099 (the spare pages); the simulated ZeRO ranks
-// (results/bench/SHARDING.md) unchanged. Fewer memos kept clear leave more late calls (one: 308 in
-// repetitions 5-8; three: 76); smaller page growths, more calls (one page: single-pass calls 2015
-// -> 2535; four: 2218, and a GPT-2-XL trace calls in its fourth repetition).
+// come without a call; and only when the capacity has no room for that, where a large request
+// would go (carvePage, allocLarge). Fewer memos kept clear leave more late calls, and smaller page
+// growths more calls in all.
 
 // pageAwayMemos is how many of the most recent memos a new page keeps clear of.
 const pageAwayMemos = 8

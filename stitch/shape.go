@@ -16,12 +16,8 @@ package stitch
 // finds few large free ranges. The small pool's pages go the other way, to the top of the arena
 // (small.go), so that they do not land in places the large blocks' memos give.
 //
-// Measured on the bench's 34 traces (7 shared, 24 generated, 3 recorded by gpu-train), replayed
-// four times with iteration marks: worst capacity / peak active 1.016 -> 1.0055, mean 1.0035 ->
-// 1.0019, LoRA without recomputation 1.008-1.016 -> 1.002-1.004; steady driver calls per
-// iteration, summed over the traces, 1622 -> 1325. Without marks nothing changes: an unmarked
-// run has no notion of a shape, and flushing the cache at every miss would stop its layout from
-// repeating.
+// Without marks nothing changes: an unmarked run has no notion of a shape, and flushing the cache
+// at every miss would stop its layout from repeating.
 
 // newShape reports whether the current iteration is of a shape no memo has: marked, and following
 // no memo (memoPlace found none that agrees with it or dominates it so far).
