@@ -151,31 +151,39 @@ func TestDestroyEventFailsTwice(t *testing.T) {
 	require.NoError(t, h.Leaks())
 }
 
-// TestStitchRollbackUnmapFails: an eight-piece stitch meets its fourth Map failing, and the
-// rollback's Unmap of the three pieces mapped fails too. The range is kept (it still maps those
-// chunks), the engine stays consistent and serves the request again, and EmptyCache then Close
-// give back everything, the kept range included.
+// TestStitchRollbackUnmapFails: an eight-piece stitch meets a failure (its fourth Map, or its
+// SetAccess), and the rollback's Unmap of what was mapped fails too. The range is kept (it still
+// maps those chunks), the engine stays consistent and serves the request again, and EmptyCache
+// then Close give back everything, the kept range included.
 func TestStitchRollbackUnmapFails(t *testing.T) {
-	h, err := NewHarness(Config{Capacity: 64 * simG})
-	require.NoError(t, err)
-	for i := range int64(16) {
-		require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: i, Size: simG}))
+	for _, first := range []struct {
+		kind stitch.CallKind
+		n    int
+	}{{stitch.CallMap, 4}, {stitch.CallSetAccess, 1}} {
+		t.Run(first.kind.String(), func(t *testing.T) {
+			h, err := NewHarness(Config{Capacity: 64 * simG})
+			require.NoError(t, err)
+			for i := range int64(16) {
+				require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: i, Size: simG}))
+			}
+			for i := int64(0); i < 16; i += 2 {
+				require.NoError(t, h.Apply(Op{Kind: OpFree, ID: i}))
+			}
+			require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: 99, Size: simG / 2})) // flush the holes
+			require.NoError(t, h.Apply(Op{Kind: OpFree, ID: 99}))
+			unmaps := h.Driver.Calls()[stitch.CallUnmap]
+			h.Driver.FailNth(first.kind, first.n, nil)
+			h.Driver.FailNth(stitch.CallUnmap, 1, nil)
+			require.ErrorIs(t, h.Apply(Op{Kind: OpAlloc, ID: 100, Size: 8 * simG}), sim.ErrInjected)
+			require.NoError(t, h.Verify())
+			require.Equal(t, unmaps+1, h.Driver.Calls()[stitch.CallUnmap], "the rollback's Unmap was the one that failed")
+			require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: 100, Size: 8 * simG}), "served again")
+			require.NoError(t, h.Verify())
+			require.NoError(t, h.Apply(Op{Kind: OpFree, ID: 100}))
+			require.NoError(t, h.Apply(Op{Kind: OpEmptyCache}))
+			require.NoError(t, h.Verify())
+			require.NoError(t, h.Close())
+			require.NoError(t, h.Leaks())
+		})
 	}
-	for i := int64(0); i < 16; i += 2 {
-		require.NoError(t, h.Apply(Op{Kind: OpFree, ID: i}))
-	}
-	require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: 99, Size: simG / 2})) // flush the holes
-	require.NoError(t, h.Apply(Op{Kind: OpFree, ID: 99}))
-	h.Driver.FailNth(stitch.CallMap, 4, nil)
-	h.Driver.FailNth(stitch.CallUnmap, 1, nil)
-	require.ErrorIs(t, h.Apply(Op{Kind: OpAlloc, ID: 100, Size: 8 * simG}), sim.ErrInjected)
-	require.NoError(t, h.Verify())
-	require.Equal(t, uint64(1), h.Driver.Calls()[stitch.CallUnmap], "the rollback's Unmap was the one that failed")
-	require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: 100, Size: 8 * simG}), "served again")
-	require.NoError(t, h.Verify())
-	require.NoError(t, h.Apply(Op{Kind: OpFree, ID: 100}))
-	require.NoError(t, h.Apply(Op{Kind: OpEmptyCache}))
-	require.NoError(t, h.Verify())
-	require.NoError(t, h.Close())
-	require.NoError(t, h.Leaks())
 }

@@ -43,11 +43,11 @@ func TestStreamGuardCatches(t *testing.T) {
 }
 
 // streamProgram is the program of a seed with events that complete only when the program says so
-// (set-up bit 4), and records drawn to use three streams, free often, complete single events and
+// (set-up bits 4 and 5), and records drawn to use three streams, free often, complete single events and
 // make the calls of stream ordering (Synchronize, events) fail now and then.
 func streamProgram(seed uint64, ops int) []byte {
 	rng := rand.New(rand.NewPCG(seed, 0x73747265))
-	prog := []byte{byte(rng.Uint32()) | 16}
+	prog := []byte{byte(rng.Uint32()) | 0x30}
 	for range ops {
 		a, b := byte(rng.Uint32()), byte(rng.Uint32())
 		var op byte

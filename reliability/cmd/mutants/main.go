@@ -166,10 +166,10 @@ func (r *runner) runAll(ms []Mutant, listed int) error {
 		d := time.Since(t0).Round(time.Second)
 		if killer == "" {
 			survivors = append(survivors, m.Name)
-			fmt.Printf("SURVIVED %-34s %6s  %s (%s)\n", m.Name, d, m.File, m.Why)
+			fmt.Printf("SURVIVED %-40s %6s  %s (%s)\n", m.Name, d, m.File, m.Why)
 			continue
 		}
-		fmt.Printf("killed   %-34s %6s  by %s\n", m.Name, d, killer)
+		fmt.Printf("killed   %-40s %6s  by %s\n", m.Name, d, killer)
 	}
 	fmt.Printf("mutants: %d run of %d listed, %d killed, %d survived (%s)\n", len(ms), listed,
 		len(ms)-len(survivors), len(survivors), time.Since(start).Round(time.Second))
