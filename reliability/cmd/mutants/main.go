@@ -173,6 +173,8 @@ func (r *runner) runAll(ms []Mutant, listed int) error {
 	}
 	fmt.Printf("mutants: %d run of %d listed, %d killed, %d survived (%s)\n", len(ms), listed,
 		len(ms)-len(survivors), len(survivors), time.Since(start).Round(time.Second))
+	// For `make reliability`, which sums its suites' "reliability:" lines into one.
+	fmt.Printf("reliability: mutants=%d survived=%d\n", len(ms), len(survivors))
 	if len(survivors) > 0 {
 		return fmt.Errorf("%d mutants survived: %s", len(survivors), strings.Join(survivors, ", "))
 	}
