@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gmlake/gmlake/internal/adamw"
 	"github.com/gmlake/gmlake/train/vm"
 	"gorgonia.org/tensor"
 )
@@ -64,15 +65,9 @@ func globalNorm(grads [][]float32) float64 {
 // Step updates params in place from grads and returns the gradients' global norm before clipping.
 func (o *optimizer) Step(params []*tensor.Dense, grads [][]float32) (float64, error) {
 	norm := globalNorm(grads)
-	scale := float32(1)
-	if o.cfg.ClipNorm > 0 && norm > o.cfg.ClipNorm {
-		scale = float32(o.cfg.ClipNorm / (norm + 1e-6))
-	}
+	scale := adamw.Params(o.cfg).ClipScale(norm)
 	o.step++
-	b1, b2 := float32(o.cfg.Beta1), float32(o.cfg.Beta2)
-	c1 := float32(1 - math.Pow(o.cfg.Beta1, float64(o.step)))
-	c2 := float32(1 - math.Pow(o.cfg.Beta2, float64(o.step)))
-	lr, eps, decay := float32(o.cfg.LR), float32(o.cfg.Eps), float32(o.cfg.LR*o.cfg.WeightDecay)
+	step := adamw.Params(o.cfg).NewStep(o.step)
 	for i, p := range params {
 		w := p.Data().([]float32)
 		g := grads[i]
@@ -83,14 +78,7 @@ func (o *optimizer) Step(params []*tensor.Dense, grads [][]float32) (float64, er
 		if err != nil {
 			return norm, err
 		}
-		m, v := st.m.Data().([]float32), st.v.Data().([]float32)
-		for j := range w {
-			gj := g[j] * scale
-			m[j] = b1*m[j] + (1-b1)*gj
-			v[j] = b2*v[j] + (1-b2)*gj*gj
-			mhat, vhat := m[j]/c1, v[j]/c2
-			w[j] -= lr*mhat/(float32(math.Sqrt(float64(vhat)))+eps) + decay*w[j]
-		}
+		step.Apply(w, g, st.m.Data().([]float32), st.v.Data().([]float32), scale)
 	}
 	return norm, nil
 }

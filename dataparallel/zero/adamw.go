@@ -1,6 +1,6 @@
 package zero
 
-import "math"
+import "github.com/gmlake/gmlake/internal/adamw"
 
 // AdamW holds the optimizer's hyperparameters. Its fields are train.AdamW's, in the same order, so
 // a train.AdamW converts directly: zero.AdamW(train.DefaultAdamW).
@@ -30,30 +30,14 @@ func NewShardOptimizer(cfg AdamW, n int) *ShardOptimizer {
 func (o *ShardOptimizer) StateBytes() int64 { return 8 * int64(len(o.m)) }
 
 // clipScale is the factor gradients are multiplied by for a global norm of norm.
-func clipScale(cfg AdamW, norm float64) float32 {
-	if cfg.ClipNorm > 0 && norm > cfg.ClipNorm {
-		return float32(cfg.ClipNorm / (norm + 1e-6))
-	}
-	return 1
-}
+func clipScale(cfg AdamW, norm float64) float32 { return adamw.Params(cfg).ClipScale(norm) }
 
 // Step applies one AdamW update to w (the rank's parameter shard) from g (its gradient shard),
-// with g multiplied by scale (the clipping factor) first. The arithmetic is package train's,
-// operation for operation, in float32.
+// with g multiplied by scale (the clipping factor) first. The arithmetic is package train's
+// (internal/adamw), operation for operation, in float32.
 func (o *ShardOptimizer) Step(w, g []float32, scale float32) {
 	o.step++
-	b1, b2 := float32(o.cfg.Beta1), float32(o.cfg.Beta2)
-	c1 := float32(1 - math.Pow(o.cfg.Beta1, float64(o.step)))
-	c2 := float32(1 - math.Pow(o.cfg.Beta2, float64(o.step)))
-	lr, eps, decay := float32(o.cfg.LR), float32(o.cfg.Eps), float32(o.cfg.LR*o.cfg.WeightDecay)
-	m, v := o.m[:len(w)], o.v[:len(w)]
-	for j := range w {
-		gj := g[j] * scale
-		m[j] = b1*m[j] + (1-b1)*gj
-		v[j] = b2*v[j] + (1-b2)*gj*gj
-		mhat, vhat := m[j]/c1, v[j]/c2
-		w[j] -= lr*mhat/(float32(math.Sqrt(float64(vhat)))+eps) + decay*w[j]
-	}
+	adamw.Params(o.cfg).NewStep(o.step).Apply(w, g, o.m, o.v, scale)
 }
 
 // sumSquares is the float64 sum of squares of g, the rank's share of the global norm.
