@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/driver/sim"
 	"github.com/gmlake/gmlake/stitch"
 	"github.com/gmlake/gmlake/trace"
@@ -110,41 +111,14 @@ func TestMarkIterationAfterClose(t *testing.T) {
 	require.ErrorIs(t, e.Check(), stitch.ErrClosed)
 }
 
-// cycled repeats a trace's iterations n times in a row, as a long run whose shapes recur: the
-// events before the first iteration once, then everything from the first iteration marker on n
-// times, with ids renamed per repetition and iterations renumbered. Allocations the trace never
-// frees (weights, optimizer state) are made in the first repetition only.
-func cycled(tr *trace.Trace, n int) *trace.Trace {
-	idx := tr.Iterations()
-	first := idx[0]
-	freed := map[int64]bool{}
-	var maxID int64
-	for _, ev := range tr.Events {
-		if ev.Kind == trace.Free {
-			freed[ev.ID] = true
-		}
-		if ev.Kind == trace.Alloc {
-			maxID = max(maxID, ev.ID)
-		}
-	}
-	out := &trace.Trace{Name: fmt.Sprintf("%s-x%d", tr.Name, n)}
-	out.Events = append(out.Events, tr.Events[:first]...)
-	iter := int64(0)
-	for rep := range int64(n) {
-		for _, ev := range tr.Events[first:] {
-			switch {
-			case ev.Kind == trace.Iter:
-				ev.ID = iter
-				iter++
-			case rep > 0 && !freed[ev.ID]:
-				continue
-			case rep > 0:
-				ev.ID += rep * (maxID + 1)
-			}
-			out.Events = append(out.Events, ev)
-		}
-	}
-	return out
+// cycled repeats a trace's iterations n times in a row, as a long run whose shapes recur
+// (bench.RepeatIterations: the setup once, allocations the trace never frees made in the first
+// repetition only).
+func cycled(t *testing.T, tr *trace.Trace, n int) *trace.Trace {
+	t.Helper()
+	rep, err := bench.RepeatIterations(tr, n)
+	require.NoError(t, err)
+	return rep.Trace
 }
 
 // TestMemoConvergesOnTraces repeats every shared trace four times with iteration marks: each
@@ -169,7 +143,7 @@ func assertFourthRepetitionQuiet(t *testing.T, tr *trace.Trace) { assertQuietFro
 // repetition from the from-th on (1-based) makes a driver call.
 func assertQuietFrom(t *testing.T, tr *trace.Trace, reps, from int) {
 	per := len(tr.Iterations())
-	res := replayMarked(t, cycled(tr, reps), 0, 0, true)
+	res := replayMarked(t, cycled(t, tr, reps), 0, 0, true)
 	require.NoError(t, res.oom)
 	calls := res.callsPerIter
 	require.Len(t, calls, reps*per)
