@@ -20,17 +20,17 @@ func TestShadowCatchesOneByteUnderTwoRanges(t *testing.T) {
 	require.NoError(t, err)
 	a, err := tr.Reserve(4 * simG)
 	require.NoError(t, err)
-	b, err := tr.Reserve(2 * simG)
+	b, err := tr.Reserve(8 * simG)
 	require.NoError(t, err)
 	require.NoError(t, tr.Map(a, 4*simG, h, 0))
-	require.NoError(t, tr.Map(b, simG, h, 3*simG)) // b's first chunk is a's last
-	require.NoError(t, tr.Map(b+simG, simG, h, 0)) // b's second chunk is a's first
+	require.NoError(t, tr.Map(b, 4*simG, h, 0))        // a handle maps only whole: h twice in b,
+	require.NoError(t, tr.Map(b+4*simG, 4*simG, h, 0)) // so h's last chunk meets its first
 	assert.Equal(t, 3, tr.Mappings())
 
 	ra, err := tr.Resolve(a+simG/2, 3*simG) // [G/2, 3.5G) of h
 	require.NoError(t, err)
 	assert.Equal(t, []PhysRange{{h, simG / 2, 3 * simG}}, ra, "contiguous mappings merge")
-	rb, err := tr.Resolve(b+simG-512, 1024) // the last 512 bytes of h, then its first 512
+	rb, err := tr.Resolve(b+4*simG-512, 1024) // the last 512 bytes of h, then its first 512
 	require.NoError(t, err)
 	assert.Equal(t, []PhysRange{{h, 4*simG - 512, 512}, {h, 0, 512}}, rb)
 
@@ -73,12 +73,12 @@ func TestShadowCatchesOneByteUnderTwoRanges(t *testing.T) {
 	assert.ErrorIs(t, s.Claim(7, rb), ErrOverlap, "a pointer live twice")
 	assert.Equal(t, uint64(3*simG), s.Bytes())
 
-	_, err = tr.Resolve(b+2*simG, 1)
+	_, err = tr.Resolve(b+8*simG, 1)
 	assert.ErrorIs(t, err, ErrUnmapped, "outside every range")
-	require.NoError(t, tr.Unmap(b, simG))
+	require.NoError(t, tr.Unmap(b, 4*simG))
 	_, err = tr.Resolve(b, 1)
 	assert.ErrorIs(t, err, ErrUnmapped, "unmapped chunk")
-	_, err = tr.Resolve(b+simG, 2*simG)
+	_, err = tr.Resolve(b+4*simG, 8*simG)
 	assert.ErrorIs(t, err, ErrUnmapped, "runs past the range")
 }
 

@@ -168,13 +168,13 @@ func (e *Engine) placeLarge(r uint64, s Stream) (*block, Outcome, error) {
 	if w, ok := e.findIdle(r); ok {
 		return e.takeIdle(w, r), OutcomeSplit, nil
 	}
-	// A new view is needed. Loose ranges first, so that no cached block is flushed, unless idle
-	// runs need fewer than half the pieces (a Map call each, at least); else idle runs, flushing
-	// only the cached blocks the view covers.
+	// A new view is needed. Loose ranges first, so that no cached block is flushed; else idle
+	// runs, flushing only the cached blocks the view covers.
 	pieces, _ := e.stitchPlan(r)
-	if idle, _ := e.idlePlan(r); idle != nil && (pieces == nil || 2*len(idle) < len(pieces)) {
-		pieces = idle
-		e.flushUnder(pieces)
+	if pieces == nil {
+		if pieces, _ = e.idlePlan(r); pieces != nil {
+			e.flushUnder(pieces)
+		}
 	}
 	if pieces != nil {
 		b, err := e.stitch(pieces, r)
@@ -224,13 +224,13 @@ func (e *Engine) placeLarge(r uint64, s Stream) (*block, Outcome, error) {
 		if e.log.Enabled(context.Background(), slog.LevelDebug) {
 			var sliver uint64
 			e.loose.byAddr.walk(func(s span) bool {
-				if roundUp(s.start, e.g) > s.end/e.g*e.g {
+				if lo, hi := e.wholeHandles(s); lo > hi {
 					sliver += s.size()
 				}
 				return true
 			})
 			e.log.Debug("stitch: growing", "bytes", r, "reach", reach, "loose_bytes", e.loose.bytes, "loose_ranges", e.loose.len(),
-				"inside_one_chunk", sliver, "large_cached", e.largeAge.bytes, "small_free", e.smallFree.bytes, "small_cached", e.smallAge.bytes, "pages", len(e.pages),
+				"inside_one_handle", sliver, "large_cached", e.largeAge.bytes, "small_free", e.smallFree.bytes, "small_cached", e.smallAge.bytes, "pages", len(e.pages),
 				"live", e.live, "reserved", e.reserved)
 		}
 		n := (r - reach + e.g - 1) / e.g
@@ -325,12 +325,12 @@ func (e *Engine) placement(sp span, r uint64) uint64 {
 }
 
 // partialLoss is how many bytes of free range s a stitch could not use if s were one of its middle
-// pieces: the parts of s in chunks it shares with other ranges.
+// pieces: the parts of s in handles it shares with other ranges.
 func (e *Engine) partialLoss(s span) uint64 {
 	if s.size() == 0 {
 		return 0
 	}
-	lo, hi := roundUp(s.start, e.g), s.end/e.g*e.g
+	lo, hi := e.wholeHandles(s)
 	if lo > hi {
 		return s.size()
 	}

@@ -15,7 +15,7 @@ type slot struct {
 	views   int32 // views (and orphaned view ranges) that map this chunk besides the arena
 }
 
-// physAlloc is one driver allocation (one Create), mapped at consecutive arena slots.
+// physAlloc is one driver allocation (one Create: a handle), mapped whole at consecutive arena slots.
 type physAlloc struct {
 	h        PhysHandle
 	first, n uint64 // slots [first, first+n)
@@ -39,7 +39,7 @@ func (e *Engine) growthExtra(n uint64) uint64 {
 }
 
 // grow creates n chunks in free arena slots (holes left by EmptyCache first, then past the end),
-// one Create per run of consecutive slots, and adds them to the loose set. On any driver error
+// as handles of the handle size (createRun), and adds them to the loose set. On any driver error
 // everything created by this call is undone.
 func (e *Engine) grow(n uint64) error {
 	if e.reserved+e.orphanBytes+n*e.g > e.capacity {
@@ -66,14 +66,14 @@ func (e *Engine) grow(n uint64) error {
 	}
 	var made []physAlloc
 	for _, r := range runs {
-		pa, err := e.createRun(r.first, r.n)
+		pas, err := e.createRun(r.first, r.n)
 		if err != nil {
 			for _, m := range slices.Backward(made) {
 				e.undoRun(m, true)
 			}
 			return err
 		}
-		made = append(made, pa)
+		made = append(made, pas...)
 	}
 	hw := e.highWater()
 	for _, pa := range made {
@@ -98,24 +98,38 @@ func (e *Engine) grow(n uint64) error {
 // highWater is the number of slots ever used; holes are counted below it.
 func (e *Engine) highWater() uint64 { return uint64(len(e.slots)) }
 
-// createRun creates and maps n chunks at slots [first, first+n); it leaves nothing behind on error.
-func (e *Engine) createRun(first, n uint64) (physAlloc, error) {
-	size := n * e.g
-	h, err := e.drv.create(size)
-	if err != nil {
-		return physAlloc{}, err
+// createRun creates the chunks of arena slots [first, first+n) as handles of the handle size (the
+// last one shorter), maps each whole at its slots and makes the run accessible with one SetAccess;
+// it leaves nothing behind on error.
+func (e *Engine) createRun(first, n uint64) ([]physAlloc, error) {
+	unit := e.cfg.handleSize / e.g
+	var made []physAlloc
+	undo := func(mapped bool) {
+		for _, m := range slices.Backward(made) {
+			e.undoRun(m, mapped)
+		}
 	}
-	pa := physAlloc{h: h, first: first, n: n}
-	addr := e.arenaBase + uintptr(first*e.g)
-	if err := e.drv.mapRange(addr, size, h, 0); err != nil {
-		e.undoRun(pa, false)
-		return physAlloc{}, err
+	for at := first; at < first+n; {
+		k := min(unit, first+n-at)
+		h, err := e.drv.create(k * e.g)
+		if err != nil {
+			undo(true)
+			return nil, err
+		}
+		pa := physAlloc{h: h, first: at, n: k}
+		if err := e.drv.mapRange(e.arenaBase+uintptr(at*e.g), k*e.g, h, 0); err != nil {
+			e.undoRun(pa, false)
+			undo(true)
+			return nil, err
+		}
+		made = append(made, pa)
+		at += k
 	}
-	if err := e.drv.setAccess(addr, size); err != nil {
-		e.undoRun(pa, true)
-		return physAlloc{}, err
+	if err := e.drv.setAccess(e.arenaBase+uintptr(first*e.g), n*e.g); err != nil {
+		undo(true)
+		return nil, err
 	}
-	return pa, nil
+	return made, nil
 }
 
 // undoRun unmaps (if mapped) and releases a run made by createRun; what fails is kept as an orphan.

@@ -282,13 +282,25 @@ func (e *Engine) checkViews(c *checker) {
 			continue
 		}
 		var sum uint64
+		present := true
 		for i, p := range v.pieces {
 			sum += p.size()
-			if i > 0 && p.start%e.g != 0 || i < len(v.pieces)-1 && p.end%e.g != 0 {
-				c.fail("view %#x: piece %d %+v is not chunk-aligned inside the view", base, i, p)
+			first, ok1 := e.handleSpanIfAny(p.start)
+			last, ok2 := e.handleSpanIfAny(p.end - 1)
+			if !ok1 || !ok2 || p.size() == 0 {
+				c.fail("view %#x: piece %d %+v lies where no chunk is", base, i, p)
+				present = false
+				continue
+			}
+			if i > 0 && first.start != p.start || i < len(v.pieces)-1 && last.end != p.end {
+				c.fail("view %#x: piece %d %+v does not meet the next at a handle boundary", base, i, p)
+				present = false
 			}
 		}
-		if sum != v.cap || v.head != v.pieces[0].start%e.g {
+		if !present {
+			continue
+		}
+		if sum != v.cap || v.head != v.pieces[0].start-e.handleSpan(v.pieces[0].start).start {
 			c.fail("view %#x: capacity %d or head %d wrong", base, v.cap, v.head)
 		}
 		if got := e.chunksOf(v.pieces); !slices.Equal(got, v.chunks) {

@@ -4,13 +4,17 @@
 //
 // # Physical memory: the arena
 //
-// Physical memory comes from the driver in chunks of Granularity bytes (G, 2 MiB on CUDA). At New
-// the engine reserves one virtual range as large as the capacity (the arena) and maps every chunk it
-// creates at a fixed slot of it, for as long as the chunk lives. So an arena offset names a
-// physical byte: a free range, a block's bytes and a stitched block's pieces are all ranges of
-// arena offsets, and "no byte is used by two live blocks" is a statement about disjoint ranges.
-// Slots emptied by EmptyCache are filled first, so the arena never grows. Creating memory is one
-// Create per run of consecutive slots, one Map and one SetAccess (arena.go).
+// Physical memory comes from the driver as handles (one Create each), multiples of Granularity
+// bytes (G, 2 MiB on CUDA), of the handle size (WithHandleSize; G by default). At New the engine
+// reserves one virtual range as large as the capacity (the arena) and maps every handle it
+// creates, whole, at fixed slots of it (one slot per chunk of G bytes), for as long as the handle
+// lives. So an arena offset names a physical byte: a free range, a block's bytes and a stitched
+// block's pieces are all ranges of arena offsets, and "no byte is used by two live blocks" is a
+// statement about disjoint ranges. Slots emptied by EmptyCache are filled first, so the arena never
+// grows. Creating memory is one Create and one Map per handle and one SetAccess per run of
+// consecutive slots (arena.go). Every VMM call costs per handle it touches (../GPU.md), so what an
+// iteration costs in the driver is the number of handles it creates, maps, makes accessible and
+// unmaps.
 //
 // # Blocks, views, and the three places a free byte can be
 //
@@ -19,12 +23,15 @@
 //   - A primitive block is a range of the arena; its pointer is an arena address, so it costs no
 //     driver call however it was carved.
 //   - A stitched block is a window of a view. A view (view.go) is a freshly reserved virtual range
-//     mapping whole chunks one after another so that its pieces, arena ranges of which only the
-//     first may start mid-chunk and only the last may end mid-chunk, read as one contiguous range.
-//     Because whole chunks are mapped, a block can start in the unused tail of another block's last
-//     chunk: the rounding of every block to whole chunks (up to 2.3% on real traces) is not paid.
-//     A chunk may be mapped under the arena and under several views at once; only the bytes blocks
-//     own must be disjoint. Several blocks may use disjoint windows of one view.
+//     mapping whole handles one after another, each from its offset 0 (cuMemMap maps nothing
+//     else), so that its pieces, arena ranges of which only the first may start inside a handle
+//     and only the last may end inside one, read as one contiguous range. Because whole handles
+//     are mapped, a block can start in the unused tail of another block's last handle: the
+//     rounding of every block to whole chunks (up to 2.3% on real traces) is not paid; but free
+//     bytes in the middle of a handle cannot join a view. A handle may be mapped under the arena
+//     and under several views at once (twice in one view when its tail is the first piece and its
+//     head the last); only the bytes blocks own must be disjoint. Several blocks may use disjoint
+//     windows of one view.
 //   - Small blocks (below the small threshold, 1 MiB) are carved from pages (twice the threshold
 //     rounded up to G: 2 MiB by default, one 64 KiB chunk for a 32 KiB threshold over 64 KiB
 //     chunks; WithSmallPageSize sets it), large blocks that the small pool takes where the
@@ -74,13 +81,11 @@
 //     is the walk of the arena's idle runs and loose ranges, linear in the blocks of the arena.
 //     On the largest shared traces a miss costs up to tens of microseconds (an alloc+free pair
 //     1-12 µs on average), still far below a driver call; the exact path does none of it.
-//   - Stitch: loose ranges whose whole chunks, plus the head of the first and the tail of the last,
-//     add up to the request are mapped under a new view: Reserve, one Map per run of chunks
-//     contiguous in one physical allocation, one SetAccess. Loose ranges alone first, so that no
-//     cached block is flushed, unless idle runs (loose ranges joined with the cached blocks between
-//     them) make the view of fewer than half the pieces (each piece is a Map call at least); idle
-//     runs also when the loose ranges alone cannot reach the request, flushing only the cached
-//     blocks the view covers; else every cached block is flushed.
+//   - Stitch: loose ranges whose whole handles, plus the head of the first and the tail of the
+//     last, add up to the request are mapped under a new view: Reserve, one Map per handle, one
+//     SetAccess. Loose ranges alone first, so that no cached block is flushed; else idle runs
+//     (loose ranges joined with the cached blocks between them), flushing only the cached blocks
+//     the view covers; else every cached block is flushed.
 //   - NewChunks: free memory cannot cover the request, even with the empty small pages given back.
 //     Only the deficit is created, becomes loose,
 //     and the request is carved or stitched from it and the free memory: new memory is always
@@ -89,8 +94,8 @@
 //     the *OutOfMemoryError says what was asked, what is free, in how many pieces, the largest piece
 //     and what stitching could reach.
 //
-// A carve goes at the start or the end of its range, whichever leaves more whole chunks free: a
-// stitch can use a free range in the middle of a view only by its whole chunks.
+// A carve goes at the start or the end of its range, whichever leaves more whole handles free: a
+// stitch can use a free range in the middle of a view only by its whole handles.
 //
 // Views outlive their blocks and are released (Unmap and Free of the virtual range only; physical
 // memory stays) least recently used first when the count or the virtual bytes pass the budget
@@ -171,8 +176,8 @@
 //   - Every block in the pointer index is live or cached, in exactly one free list and the age list
 //     if cached; pages are held by the small pool and are not in the pointer index.
 //   - Inside each page, small blocks and the page's free ranges cover the page exactly.
-//   - Every view maps whole chunks that exist, its pieces lie in them in order, each chunk's count of
-//     views is right, and every block using it lies within it.
+//   - Every view maps whole handles that exist, its pieces lie in them in order and meet at handle
+//     boundaries, each chunk's count of views is right, and every block using it lies within it.
 //   - Live, reserved and virtual bytes in Stats equal what the structures hold.
 //
 // The engine is safe for concurrent use: one mutex guards everything; the exact-match path holds it

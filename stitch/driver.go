@@ -23,8 +23,10 @@ type Event uintptr
 type Driver interface {
 	// Granularity is the unit of physical allocation and of mapping, a power of two (2 MiB on CUDA).
 	Granularity() uint64
-	// Create allocates size bytes of physical memory. It returns an error wrapping ErrOutOfMemory
-	// when the device has no more.
+	// Create allocates size bytes of physical memory as one handle (size any multiple of
+	// Granularity). Every VMM call costs per handle it touches, not per byte (cuMemCreate,
+	// cuMemMap, cuMemSetAccess, cuMemUnmap), so the engine sizes handles to its requests. It
+	// returns an error wrapping ErrOutOfMemory when the device has no more.
 	Create(size uint64) (PhysHandle, error)
 	// Release returns physical memory. It must not be mapped anywhere.
 	Release(h PhysHandle) error
@@ -32,10 +34,12 @@ type Driver interface {
 	Reserve(size uint64) (uintptr, error)
 	// Free returns a virtual range obtained from Reserve. Nothing may be mapped in it.
 	Free(addr uintptr, size uint64) error
-	// Map maps [offset, offset+size) of physical allocation h at addr, inside a reserved range.
-	// One physical byte may be mapped at several virtual addresses at once.
+	// Map maps physical allocation h whole at addr, inside a reserved range: the engine always
+	// passes offset 0 and the handle's size, as cuMemMap requires. One physical byte may be
+	// mapped at several virtual addresses at once.
 	Map(addr uintptr, size uint64, h PhysHandle, offset uint64) error
-	// Unmap undoes Map over [addr, addr+size), which must cover whole earlier mappings.
+	// Unmap undoes Map over [addr, addr+size), which must cover whole earlier mappings (one call
+	// may cover several).
 	Unmap(addr uintptr, size uint64) error
 	// SetAccess makes [addr, addr+size) readable and writable by the device; needed once after Map.
 	SetAccess(addr uintptr, size uint64) error

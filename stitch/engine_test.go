@@ -231,7 +231,7 @@ func TestOutOfMemory(t *testing.T) {
 	assert.Equal(t, uint64(6*MiB), oom.Reserved)
 	assert.Equal(t, uint64(8*MiB), oom.Capacity)
 	assert.Contains(t, err.Error(), "3145728 bytes free in 1 pieces")
-	assert.Equal(t, uint64(2), h.d.Calls()[stitch.CallCreate], "the engine knew the capacity: no doomed Create")
+	assert.Equal(t, uint64(3), h.d.Calls()[stitch.CallCreate], "the engine knew the capacity: no doomed Create (3 chunks, a handle each)")
 	h.check("after OOM")
 	_, err = h.alloc(5*MiB, 0)
 	assert.NoError(t, err, "3 MiB free stitched with the last 2 MiB of capacity")
@@ -534,9 +534,9 @@ func TestExactMatchDoesNotAllocate(t *testing.T) {
 }
 
 // TestWarmupGrowth: until an iteration is remembered every growth creates at least the warm-up
-// growth, as one physical allocation; after, only what the request lacks.
+// growth (here as one handle of 16 MiB); after, only what the request lacks.
 func TestWarmupGrowth(t *testing.T) {
-	h := newHarness(t, nil, stitch.WithWarmupGrowth(16*MiB))
+	h := newHarness(t, nil, stitch.WithWarmupGrowth(16*MiB), stitch.WithHandleSize(16*MiB))
 	h.e.MarkIteration()
 	for range 4 {
 		_, err := h.alloc(3*MiB, 0)

@@ -1,6 +1,7 @@
 package stitch_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -74,54 +75,93 @@ func TestEmptyPagesKeptUntilCapacityNeedsThem(t *testing.T) {
 	}
 }
 
-// TestStitchTakesFewerPieces: a view maps each of its pieces with its own call, so a new view
-// is made of idle runs (flushing the cached blocks in them) when they need fewer than half the
-// pieces the loose ranges alone would: two cached 8 MiB blocks rather than eight 2 MiB holes.
-func TestStitchTakesFewerPieces(t *testing.T) {
-	h := newHarness(t, nil)
+// TestViewMapsWholeHandles: a view maps each handle its pieces lie in whole, from its offset 0,
+// with one Map per handle (the simulated driver refuses anything else, as cuMemMap does).
+func TestViewMapsWholeHandles(t *testing.T) {
+	h := newHarness(t, nil, stitch.WithHandleSize(8*MiB))
 	defer h.closeAndCheckLeaks()
-	big, err := h.alloc(52*MiB, 0) // one physical allocation, carved below
+	var ps []uintptr
+	for range 3 {
+		p, err := h.alloc(8*MiB, 0) // a handle each
+		require.NoError(t, err)
+		ps = append(ps, p)
+	}
+	require.Equal(t, uint64(3), h.d.Calls()[stitch.CallCreate])
+	require.NoError(t, h.free(ps[0]))
+	require.NoError(t, h.free(ps[2]))
+	before := h.d.Calls()
+	p, err := h.alloc(16*MiB, 0) // the first and the last handle, under one view
 	require.NoError(t, err)
-	require.NoError(t, h.free(big))
-	var kept []uintptr
-	// keptThen allocates a 2 MiB block that stays live, then one of size bytes, which it returns.
-	keptThen := func(size uint64) uintptr {
-		s, err := h.alloc(2*MiB, 0)
-		require.NoError(t, err)
-		kept = append(kept, s)
-		p, err := h.alloc(size, 0)
-		require.NoError(t, err)
-		return p
-	}
-	var holes, places []uintptr
-	for range 8 {
-		holes = append(holes, keptThen(2*MiB))
-	}
-	for range 2 {
-		places = append(places, keptThen(8*MiB))
-	}
-	for _, p := range append(holes, places...) {
-		require.NoError(t, h.free(p))
-	}
-	require.NoError(t, h.e.EmptyCache()) // the holes and the places loose; the allocation stays
-	var again []uintptr
-	for range places {
-		c, err := h.alloc(8*MiB, 0)
-		require.NoError(t, err)
-		again = append(again, c)
-	}
-	require.ElementsMatch(t, places, again, "the 8 MiB places fit exactly")
-	for _, c := range again {
-		require.NoError(t, h.free(c)) // cached again
-	}
-	before := h.d.Calls()[stitch.CallMap]
-	p, err := h.alloc(16*MiB, 0)
-	require.NoError(t, err)
-	assert.Equal(t, uint64(2), h.d.Calls()[stitch.CallMap]-before, "two pieces, one map call each")
-	assert.Zero(t, h.e.Stats().CachedBlocks, "the two cached blocks flushed into the view")
+	after := h.d.Calls()
+	assert.Equal(t, uint64(2), after[stitch.CallMap]-before[stitch.CallMap], "one Map per handle")
+	assert.Equal(t, uint64(1), after[stitch.CallSetAccess]-before[stitch.CallSetAccess])
+	assert.Zero(t, after[stitch.CallCreate]-before[stitch.CallCreate])
+	assert.Equal(t, uint64(24*MiB), h.e.Stats().ReservedBytes)
 	h.check("after the stitch")
 	require.NoError(t, h.free(p))
-	for _, s := range kept {
-		require.NoError(t, h.free(s))
+	require.NoError(t, h.free(ps[1]))
+}
+
+// TestFreeBytesInsideAHandleAreNotStitched: free bytes in the middle of a handle cannot join a
+// view (it maps handles whole), so a request they would complete grows instead.
+func TestFreeBytesInsideAHandleAreNotStitched(t *testing.T) {
+	h := newHarness(t, nil, stitch.WithHandleSize(16*MiB))
+	defer h.closeAndCheckLeaks()
+	x, err := h.alloc(16*MiB, 0) // one handle
+	require.NoError(t, err)
+	require.NoError(t, h.free(x))
+	var ps []uintptr
+	for range 4 {
+		p, err := h.alloc(4*MiB, 0) // carved from it
+		require.NoError(t, err)
+		ps = append(ps, p)
 	}
+	require.Equal(t, uint64(1), h.d.Calls()[stitch.CallCreate])
+	slices.Sort(ps)
+	require.NoError(t, h.free(ps[1]))
+	require.NoError(t, h.free(ps[3]))
+	require.NoError(t, h.e.EmptyCache())
+	reserved := h.e.Stats().ReservedBytes
+	before := h.d.Calls()
+	p, err := h.alloc(8*MiB, 0)
+	require.NoError(t, err)
+	after := h.d.Calls()
+	assert.Zero(t, after[stitch.CallReserve]-before[stitch.CallReserve], "no view: the hole inside the handle cannot join one")
+	assert.Equal(t, uint64(1), after[stitch.CallCreate]-before[stitch.CallCreate])
+	assert.Equal(t, reserved+4*MiB, h.e.Stats().ReservedBytes, "the handle's free tail and 4 MiB more, side by side")
+	h.check("after the growth")
+	require.NoError(t, h.free(p))
+	require.NoError(t, h.free(ps[0]))
+	require.NoError(t, h.free(ps[2]))
+}
+
+// TestViewMapsOneHandleTwice: when the free tail of a handle is a view's first piece and its free
+// head the last, the view maps that handle twice, once for each.
+func TestViewMapsOneHandleTwice(t *testing.T) {
+	h := newHarness(t, nil, stitch.WithSmallThreshold(64*KiB))
+	defer h.closeAndCheckLeaks()
+	x, err := h.alloc(2*MiB, 0) // one handle
+	require.NoError(t, err)
+	require.NoError(t, h.free(x))
+	sizes := map[uintptr]uint64{}
+	var ps []uintptr
+	for _, s := range []uint64{MiB / 2, MiB, MiB / 2} {
+		p, err := h.alloc(s, 0)
+		require.NoError(t, err)
+		ps, sizes[p] = append(ps, p), s
+	}
+	require.Equal(t, uint64(1), h.d.Calls()[stitch.CallCreate])
+	slices.Sort(ps)
+	require.NoError(t, h.free(ps[0]))
+	require.NoError(t, h.free(ps[2]))
+	require.NoError(t, h.e.EmptyCache())
+	before := h.d.Calls()
+	p, err := h.alloc(sizes[ps[0]]+sizes[ps[2]], 0)
+	require.NoError(t, err)
+	after := h.d.Calls()
+	assert.Zero(t, after[stitch.CallCreate]-before[stitch.CallCreate])
+	assert.Equal(t, uint64(2), after[stitch.CallMap]-before[stitch.CallMap], "the handle mapped twice")
+	h.check("after the stitch")
+	require.NoError(t, h.free(p))
+	require.NoError(t, h.free(ps[1]))
 }

@@ -6,16 +6,18 @@ import (
 	"slices"
 )
 
-// view is a stitched virtual range: whole chunks mapped one after another so that its pieces (arena
-// ranges; only the first may start mid-chunk, only the last may end mid-chunk) read as one
-// contiguous range of cap bytes starting at base+head. Blocks (live or cached) use windows of it
+// view is a stitched virtual range: whole physical allocations (handles) mapped one after another,
+// each from its offset 0, so that its pieces (arena ranges; only the first may start inside a
+// handle, only the last may end inside one) read as one contiguous range of cap bytes starting at
+// base+head. A driver maps a handle only whole (cuMemMap), so a view costs one Map per handle and
+// SetAccess and Unmap per handle it maps, however large the handles are. Blocks (live or cached) use windows of it
 // whose bytes are disjoint; a view no block uses is idle and may be released.
 type view struct {
 	base   uintptr
 	vsize  uint64   // reserved and mapped bytes: len(chunks) * G
-	head   uint64   // offset of the first piece's first byte in its chunk
+	head   uint64   // offset of the first piece's first byte in its handle
 	pieces []span   // arena ranges, in view order
-	chunks []uint64 // arena slot of each mapped chunk, in view order
+	chunks []uint64 // arena slot of each mapped chunk, in view order: every chunk of each handle
 	cap    uint64   // sum of piece sizes: the largest block it can hold
 	users  int      // blocks using a window of it, live or cached
 	held   uint64   // bytes of the blocks using it, live or cached: none of them is loose
@@ -24,21 +26,67 @@ type view struct {
 	newer  *view
 }
 
-// chunksOf lists the arena slots the pieces cover, in order.
+// handleSpan is the arena range of the physical allocation (handle) holding arena byte pos, which
+// must hold a chunk.
+func (e *Engine) handleSpan(pos uint64) span {
+	sl := e.slots[pos/e.g]
+	start := pos/e.g*e.g - sl.hoff
+	return span{start: start, end: start + e.allocs[sl.h].n*e.g}
+}
+
+// handleSpanIfAny is handleSpan for Check, which must not trust pos: false when no chunk is there.
+func (e *Engine) handleSpanIfAny(pos uint64) (span, bool) {
+	if pos/e.g >= uint64(len(e.slots)) || !e.slots[pos/e.g].present || e.allocs[e.slots[pos/e.g].h] == nil {
+		return span{}, false
+	}
+	return e.handleSpan(pos), true
+}
+
+// wholeHandles returns the first handle boundary at or after s.start and the last at or before
+// s.end: [lo, hi) is the part of s made of whole handles, the only part a stitch can map in the
+// middle of a view. lo > hi when s lies inside one handle and touches neither of its ends.
+func (e *Engine) wholeHandles(s span) (lo, hi uint64) {
+	lo, hi = s.start, s.end
+	if h := e.handleSpan(s.start); h.start != s.start {
+		lo = h.end
+	}
+	if h := e.handleSpan(s.end - 1); h.end != s.end {
+		hi = h.start
+	}
+	return lo, hi
+}
+
+// handlesOf lists the handles the pieces lie in, in view order: each piece's own, so a handle
+// whose tail is the first piece and whose head the last is mapped twice.
+func (e *Engine) handlesOf(pieces []span) []span {
+	var hs []span
+	for _, p := range pieces {
+		for at := p.start; at < p.end; {
+			h := e.handleSpan(at)
+			hs = append(hs, h)
+			at = h.end
+		}
+	}
+	return hs
+}
+
+// chunksOf lists the arena slots of every chunk of the handles the pieces lie in, in view order.
 func (e *Engine) chunksOf(pieces []span) []uint64 {
 	var cs []uint64
-	for _, p := range pieces {
-		for c := p.start / e.g; c*e.g < p.end; c++ {
+	for _, h := range e.handlesOf(pieces) {
+		for c := h.start / e.g; c*e.g < h.end; c++ {
 			cs = append(cs, c)
 		}
 	}
 	return cs
 }
 
-// mapView reserves a range and maps the chunks under pieces into it; on error nothing is left.
+// mapView reserves a range and maps the handles under pieces into it, one whole handle per Map;
+// on error nothing is left.
 func (e *Engine) mapView(pieces []span) (*view, error) {
+	handles := e.handlesOf(pieces)
 	chunks := e.chunksOf(pieces)
-	v := &view{vsize: uint64(len(chunks)) * e.g, head: pieces[0].start % e.g, pieces: pieces, chunks: chunks}
+	v := &view{vsize: uint64(len(chunks)) * e.g, head: pieces[0].start - handles[0].start, pieces: pieces, chunks: chunks}
 	for _, p := range pieces {
 		v.cap += p.size()
 	}
@@ -48,21 +96,12 @@ func (e *Engine) mapView(pieces []span) (*view, error) {
 	}
 	v.base = base
 	mapped := uint64(0) // chunks mapped so far, from the start
-	for mapped < uint64(len(chunks)) {
-		first := e.slots[chunks[mapped]]
-		run := uint64(1)
-		for mapped+run < uint64(len(chunks)) {
-			next := e.slots[chunks[mapped+run]]
-			if chunks[mapped+run] != chunks[mapped]+run || next.h != first.h {
-				break
-			}
-			run++
-		}
-		if err := e.drv.mapRange(base+uintptr(mapped*e.g), run*e.g, first.h, first.hoff); err != nil {
+	for _, h := range handles {
+		if err := e.drv.mapRange(base+uintptr(mapped*e.g), h.size(), e.slots[h.start/e.g].h, 0); err != nil {
 			e.dropRange(base, v.vsize, chunks[:mapped])
-			return nil, fmt.Errorf("stitch: map chunks for a stitched block: %w", err)
+			return nil, fmt.Errorf("stitch: map a handle for a stitched block: %w", err)
 		}
-		mapped += run
+		mapped += h.size() / e.g
 	}
 	if err := e.drv.setAccess(base, v.vsize); err != nil {
 		e.dropRange(base, v.vsize, chunks)
@@ -292,8 +331,8 @@ func physAt(v *view, off uint64) uint64 {
 	return at
 }
 
-// candidate is a loose range considered for stitching: head is its part before the first chunk
-// boundary, mid its whole chunks, tail its part after the last boundary. Only the view's first
+// candidate is a loose range considered for stitching: head is its part before the first handle
+// boundary, mid its whole handles, tail its part after the last boundary. Only the view's first
 // piece may use a head and only its last a tail.
 type candidate struct {
 	s               span
@@ -312,9 +351,9 @@ func (e *Engine) stitchPlan(r uint64) ([]span, uint64) {
 func (e *Engine) planFrom(r uint64, ranges func(func(span))) ([]span, uint64) {
 	e.candBuf = e.candBuf[:0]
 	ranges(func(s span) {
-		lo, hi := roundUp(s.start, e.g), s.end/e.g*e.g
+		lo, hi := e.wholeHandles(s)
 		if lo > hi || s.size() < min(e.cfg.minStitch, e.g) {
-			return // inside one chunk, touching no boundary: cannot join a view
+			return // inside one handle, touching neither end: cannot join a view
 		}
 		e.candBuf = append(e.candBuf, candidate{s: s, head: lo - s.start, mid: hi - lo, tail: s.end - hi})
 	})

@@ -392,8 +392,9 @@ func (d *Driver) Map(addr uintptr, size uint64, h stitch.PhysHandle, offset uint
 	if !ok {
 		return fmt.Errorf("%w: map of handle %d", ErrNotFound, h)
 	}
-	if !d.aligned(offset) || offset+size > ph.size {
-		return fmt.Errorf("%w: map [%d, +%d) of a %d-byte handle", ErrInvalid, offset, size, ph.size)
+	if offset != 0 || size != ph.size {
+		// As cuMemMap: a handle is mapped whole, from its offset 0 (CUDA error 801 otherwise).
+		return fmt.Errorf("%w: map [%d, +%d) of a %d-byte handle: a handle maps only whole", ErrInvalid, offset, size, ph.size)
 	}
 	i := sort.Search(len(r.maps), func(i int) bool { return r.maps[i].off >= off })
 	if (i < len(r.maps) && r.maps[i].off < off+size) || (i > 0 && r.maps[i-1].off+r.maps[i-1].size > off) {

@@ -44,11 +44,13 @@ func TestValidation(t *testing.T) {
 	}{
 		{"create zero", func() error { _, err := d.Create(0); return err }, sim.ErrInvalid},
 		{"create unaligned", func() error { _, err := d.Create(g + 1); return err }, sim.ErrInvalid},
-		{"map overlapping", func() error { return d.Map(base+g, g, h, 0) }, sim.ErrOverlap},
+		{"map overlapping", func() error { return d.Map(base+g, 2*g, h, 0) }, sim.ErrOverlap},
+		{"map part of a handle", func() error { return d.Map(base+2*g, g, h, 0) }, sim.ErrInvalid},
+		{"map from inside a handle", func() error { return d.Map(base+2*g, g, h, g) }, sim.ErrInvalid},
 		{"map past range end", func() error { return d.Map(base+3*g, 2*g, h, 0) }, sim.ErrOutOfRange},
-		{"map unreserved", func() error { return d.Map(base+8*g, g, h, 0) }, sim.ErrOutOfRange},
-		{"map past handle end", func() error { return d.Map(base+2*g, g, h, 2*g) }, sim.ErrInvalid},
-		{"map unknown handle", func() error { return d.Map(base+2*g, g, h+100, 0) }, sim.ErrNotFound},
+		{"map unreserved", func() error { return d.Map(base+8*g, 2*g, h, 0) }, sim.ErrOutOfRange},
+		{"map past handle end", func() error { return d.Map(base+2*g, 2*g, h, 2*g) }, sim.ErrInvalid},
+		{"map unknown handle", func() error { return d.Map(base+2*g, 2*g, h+100, 0) }, sim.ErrNotFound},
 		{"unmap part of a mapping", func() error { return d.Unmap(base, g) }, sim.ErrNotMapped},
 		{"unmap unmapped", func() error { return d.Unmap(base+2*g, g) }, sim.ErrNotMapped},
 		{"set access unmapped", func() error { return d.SetAccess(base+g, 2*g) }, sim.ErrNotMapped},
@@ -75,23 +77,26 @@ func TestValidation(t *testing.T) {
 	assert.Equal(t, sim.Live{}, d.Live())
 }
 
-func TestOneChunkUnderTwoRanges(t *testing.T) {
+func TestOneHandleUnderTwoRanges(t *testing.T) {
 	d := sim.New()
 	h, err := d.Create(2 * g)
+	require.NoError(t, err)
+	h2, err := d.Create(g)
 	require.NoError(t, err)
 	a, err := d.Reserve(2 * g)
 	require.NoError(t, err)
 	b, err := d.Reserve(3 * g)
 	require.NoError(t, err)
 	require.NoError(t, d.Map(a, 2*g, h, 0))
-	require.NoError(t, d.Map(b, g, h, g))
-	require.NoError(t, d.Map(b+g, g, h, 0))
+	require.NoError(t, d.Map(b, g, h2, 0))
+	require.NoError(t, d.Map(b+g, 2*g, h, 0))
 	assert.NotEqual(t, a, b)
 	assert.Equal(t, 3, d.Live().Mappings)
 	// One Unmap may cover several whole mappings.
-	require.NoError(t, d.Unmap(b, 2*g))
+	require.NoError(t, d.Unmap(b, 3*g))
 	require.NoError(t, d.Unmap(a, 2*g))
 	require.NoError(t, d.Release(h))
+	require.NoError(t, d.Release(h2))
 }
 
 func TestFaultInjection(t *testing.T) {
@@ -169,17 +174,17 @@ func TestAddressesNeverReused(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	d := sim.New()
-	h1, _ := d.Create(2 * g)
+	h1, _ := d.Create(g)
 	h2, _ := d.Create(2 * g)
 	base, _ := d.Reserve(3 * g)
-	require.NoError(t, d.Map(base, g, h1, g))
+	require.NoError(t, d.Map(base, g, h1, 0))
 	require.NoError(t, d.Map(base+g, 2*g, h2, 0))
 	_, err := d.Resolve(base, g)
 	assert.ErrorIs(t, err, sim.ErrNotMapped, "no access set yet")
 	require.NoError(t, d.SetAccess(base, 3*g))
 	got, err := d.Resolve(base+g/2, 2*g)
 	require.NoError(t, err)
-	assert.Equal(t, []sim.PhysRange{{Handle: h1, Offset: g + g/2, Size: g / 2}, {Handle: h2, Offset: 0, Size: 3 * g / 2}}, got)
+	assert.Equal(t, []sim.PhysRange{{Handle: h1, Offset: g / 2, Size: g / 2}, {Handle: h2, Offset: 0, Size: 3 * g / 2}}, got)
 }
 
 // TestManualEvents: events complete only when the test says so, in stream order.
