@@ -11,6 +11,7 @@ import (
 func (e *Engine) Alloc(size uint64, s Stream) (uintptr, error) {
 	e.mu.Lock()
 	e.iterOrd++
+	e.stepContext(size)
 	// The exact-match path: a lookup, a list pop, a flag flip.
 	if s == e.hotStream && size-1 < e.capacity && !e.closed {
 		r := (size + alignment - 1) &^ (alignment - 1)

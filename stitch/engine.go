@@ -69,6 +69,12 @@ type Engine struct {
 	cursor     int         // index in follow of the next entry
 	leftMemo   bool        // the current iteration left a memo: a new shape
 
+	// Repeats (repeat.go).
+	ctxRing  [contextWindow]uint64 // the last requests' sizes and live bytes, mixed
+	ctxNext  uint64                // requests so far: the next index in ctxRing
+	ctx      uint64                // the current request's context
+	contexts map[uint64]contextPlace
+
 	// Dominating memos (dominate.go).
 	dominated       bool            // follow dominates the iteration rather than agreeing with it
 	followSizes     map[uint64]bool // sizes of follow's large requests, while dominated
@@ -151,6 +157,7 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	e.otherLists = make(map[Stream]sizeLists)
 	e.clocks = make(map[Stream]*streamClock)
 	e.homes = make(map[uint64][]home)
+	e.contexts = make(map[uint64]contextPlace)
 	e.views = make(map[uintptr]*view)
 	e.pages = make(map[uint64]*page)
 	e.smallFree = newFreeSet()

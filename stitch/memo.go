@@ -112,6 +112,9 @@ func (e *Engine) MarkIteration() {
 // recordPlace remembers where large block b went for the current request: the request's own block,
 // or (page) a page the small pool took for it.
 func (e *Engine) recordPlace(b *block, page bool) {
+	if !page {
+		e.rememberContext(b)
+	}
 	if !e.marked || len(e.memoCur) == maxMemoEntries {
 		return
 	}
@@ -137,6 +140,10 @@ func (e *Engine) findPageMemo() (home, bool) {
 // findMemo returns the place the memo this iteration follows gives the current request of r bytes
 // (memoPlace), if the place still exists and no live block uses it.
 func (e *Engine) findMemo(r uint64) (home, bool) {
+	if !e.marked {
+		h, ok := e.repeatPlace(r)
+		return h, ok && e.placeFree(h, r)
+	}
 	h, ok := e.memoPlace(r)
 	if !ok {
 		return home{}, false
@@ -213,7 +220,17 @@ func (e *Engine) placeFree(h home, r uint64) bool {
 // the followed memo gives the current request, else the lowest; nil when the memo's place holds
 // none of them.
 func (e *Engine) pick(l *freeList, r uint64) *block {
-	if !e.marked || r < e.cfg.smallThreshold || e.follow == nil && e.leftMemo {
+	if r < e.cfg.smallThreshold || e.marked && e.follow == nil && e.leftMemo {
+		return l.head
+	}
+	if !e.marked {
+		want, ok := e.repeatPlace(r)
+		if !ok {
+			return l.head
+		}
+		if b := e.cachedAt(want, l); b != nil || e.placeFree(want, r) {
+			return b
+		}
 		return l.head
 	}
 	want, ok := e.memoPlace(r)

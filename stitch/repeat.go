@@ -1,0 +1,66 @@
+package stitch
+
+import "math/bits"
+
+// Repeats: without iteration marks, a request that repeats an earlier one goes where that one went.
+//
+// Unmarked, a training loop's layout does not settle by itself: at each iteration's peak the free
+// memory lies in many ranges whose partial chunks no view can use, a few large requests stitch or
+// grow, and where they land moves the layout of the next iteration, which stitches again (a
+// fixed-shape ViT-B/16 repeated: 3-7 new views every iteration, views piling up, and a growth of
+// a chunk or two in most). Marks settle it by memos (memo.go), which need to know where an
+// iteration begins. A request's context says the same without marks: its size and the live bytes
+// before it, and those of the three requests before it. In a loop the request at the same point
+// of the next iteration has the same context (the live bytes differ from one layer to the next,
+// so the layers of one iteration do not share contexts), and a loop that cycles through several
+// shapes repeats its contexts once per cycle. So, unmarked, the place each large request took is
+// remembered under its context, and a later request of the same size and context goes there when
+// no live block uses it (flushing what is cached there), an exact match taking the cached block
+// lying there: the placements of the last time the context was seen, as a followed memo gives.
+
+// contextWindow is how many requests a context covers, this one included.
+const contextWindow = 4
+
+// maxContexts bounds the remembered contexts; past it they are forgotten all at once.
+const maxContexts = 1 << 20
+
+// contextPlace is where the last large request of a context went.
+type contextPlace struct {
+	size uint64
+	at   home
+}
+
+// stepContext makes the current request's context from its size and the live bytes now.
+func (e *Engine) stepContext(size uint64) {
+	e.ctxRing[e.ctxNext%contextWindow] = (size*0x9e3779b97f4a7c15 ^ e.live) * 0xbf58476d1ce4e5b9
+	e.ctxNext++
+	var h uint64
+	for i := range uint64(contextWindow) {
+		h ^= bits.RotateLeft64(e.ctxRing[(e.ctxNext-1-i)%contextWindow], int(16*i))
+	}
+	e.ctx = h
+}
+
+// repeatPlace returns the place the last request of the current context took, if it was of r
+// bytes; unmarked only.
+func (e *Engine) repeatPlace(r uint64) (home, bool) {
+	if e.marked {
+		return home{}, false
+	}
+	cp, ok := e.contexts[e.ctx]
+	if !ok || cp.size != r {
+		return home{}, false
+	}
+	return cp.at, true
+}
+
+// rememberContext records where large block b went for the current request; unmarked only.
+func (e *Engine) rememberContext(b *block) {
+	if e.marked {
+		return
+	}
+	if len(e.contexts) >= maxContexts {
+		clear(e.contexts)
+	}
+	e.contexts[e.ctx] = contextPlace{size: b.size, at: b.place()}
+}
