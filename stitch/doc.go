@@ -138,10 +138,11 @@
 // no cached block of its size first tries the places where blocks of its size lay before, so the
 // memory a size gave up in one iteration is where that size looks in the next, and the views made
 // in the first iterations keep fitting; misses that do repurpose memory flush only what their
-// window needs. Without iteration marks the convergence is empirical: iteration 2 of each shared
-// trace repeated twelve times (TestPeriodicTracesConverge) reaches zero driver calls on five of
-// seven traces; when iterations of different shapes alternate (dynamic padding), the layout of one
-// shape is disturbed by the others and views keep being made.
+// window needs. Without iteration marks, a large request also goes where the last request of its
+// context went (repeat.go): a request's context is its size and the live bytes before it, with
+// the three requests before it, so the same point of the next iteration finds the same place, and
+// a loop of one shape makes no driver call from its second or third repetition; one that cycles
+// through many shapes (dynamic padding) may still stitch in its fourth.
 //
 // # Iteration memos (memo.go)
 //

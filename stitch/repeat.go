@@ -17,6 +17,15 @@ import "math/bits"
 // remembered under its context, and a later request of the same size and context goes there when
 // no live block uses it (flushing what is cached there), an exact match taking the cached block
 // lying there: the placements of the last time the context was seen, as a followed memo gives.
+//
+// Measured with gmlake-bench replay --repeat 4 (every iteration of a trace played four times in a
+// row), unmarked, driver calls per iteration in the fourth repetition: 0 on 12 of 15 traces (the
+// seven shared ones, the six held-out ones recorded on an H200 but Mixtral-MoE and T5, the
+// GPT-2-XL LoRA trace of stitch/testdata), against 0 on none without it (ViT-B/16, every
+// iteration the same shape: 32.2 -> 0; llama1b-full 51.9 -> 0); left: Mixtral-MoE 53.1, the
+// GPT-2-XL LoRA trace 25.2, T5 7.1 (loops that cycle through many shapes), and the two-stream
+// ZeRO-3 trace 93.8 (event calls, as marked). Capacity / peak active unmarked unchanged within
+// 0.0025 either way. Cost: a context step per request and a map write per large request.
 
 // contextWindow is how many requests a context covers, this one included.
 const contextWindow = 4
