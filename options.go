@@ -95,6 +95,13 @@ func WithWarmupGrowth(bytes uint64) Option {
 	return func(c *config) { c.engine = append(c.engine, stitch.WithWarmupGrowth(bytes)) }
 }
 
+// WithHandleSize sets the size of the physical allocations the engine creates, a multiple of the
+// granularity. Default: the granularity (see stitch.WithHandleSize for what larger ones cost in
+// memory).
+func WithHandleSize(bytes uint64) Option {
+	return func(c *config) { c.engine = append(c.engine, stitch.WithHandleSize(bytes)) }
+}
+
 // WithLogger logs through l (the allocator and the engine; the default driver logs nothing). Default:
 // no logging.
 func WithLogger(l *slog.Logger) Option {
