@@ -46,7 +46,7 @@ func BenchmarkGPUMapRange(b *testing.B) {
 	}
 }
 
-// BenchmarkGPUCreateRelease: physical memory of n chunks, created and released.
+// BenchmarkGPUCreateRelease: one handle of n granules, created and released.
 func BenchmarkGPUCreateRelease(b *testing.B) {
 	for _, n := range []int{1, 64} {
 		b.Run(fmt.Sprintf("chunks=%d", n), func(b *testing.B) {

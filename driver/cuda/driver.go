@@ -23,11 +23,18 @@ type Driver struct {
 	closed      bool
 	log         *slog.Logger
 
-	// phys holds, for each PhysHandle given out by Create, the CUDA handles of its chunks, one per
-	// granularity in order: cuMemMap maps a CUDA handle only from offset 0 (CUDA_ERROR_NOT_SUPPORTED
-	// otherwise), so mapping part of a physical allocation means mapping some of its chunks.
-	phys       map[stitch.PhysHandle][]uint64
+	// phys holds, for each PhysHandle given out by Create, its one CUDA handle and size: every VMM
+	// call costs per handle it touches, so a PhysHandle is one CUDA allocation of the size asked.
+	// cuMemMap maps a CUDA handle only whole and from offset 0 (CUDA_ERROR_NOT_SUPPORTED
+	// otherwise), and so does Map.
+	phys       map[stitch.PhysHandle]physAlloc
 	nextHandle stitch.PhysHandle
+}
+
+// physAlloc is one CUDA physical allocation.
+type physAlloc struct {
+	handle uint64
+	size   uint64
 }
 
 var _ stitch.Driver = (*Driver)(nil)
@@ -56,7 +63,7 @@ func New(opts ...Option) (*Driver, error) {
 		syncUnmap: cfg.syncUnmap,
 		maxIdle:   cfg.maxIdleEvents,
 		log:       cfg.logger,
-		phys:      make(map[stitch.PhysHandle][]uint64),
+		phys:      make(map[stitch.PhysHandle]physAlloc),
 	}
 	ctx, r := libcuda.PrimaryCtxRetain(cfg.ordinal)
 	if err := check("cuDevicePrimaryCtxRetain", r); err != nil {
@@ -162,8 +169,8 @@ func (d *Driver) aligned(call string, sizes ...uint64) error {
 	return nil
 }
 
-// Create allocates size bytes of device memory: one cuMemCreate per granularity-sized chunk (see
-// Driver.phys). Out of memory wraps stitch.ErrOutOfMemory; nothing is left allocated on failure.
+// Create allocates size bytes of device memory with one cuMemCreate: one handle, whatever its
+// size. Out of memory wraps stitch.ErrOutOfMemory; nothing is left allocated on failure.
 func (d *Driver) Create(size uint64) (stitch.PhysHandle, error) {
 	if err := d.aligned("cuMemCreate", size); err != nil {
 		return 0, err
@@ -171,59 +178,32 @@ func (d *Driver) Create(size uint64) (stitch.PhysHandle, error) {
 	if size == 0 {
 		return 0, fmt.Errorf("cuMemCreate: %w: 0", ErrGranularity)
 	}
-	// Creating chunk by chunk, a request the device cannot hold would create (and then release)
-	// every chunk it can before failing: tens of thousands on an H200. Ask first.
-	free, total, err := d.MemInfo()
-	if err != nil {
-		return 0, err
-	}
-	if size > free {
-		return 0, fmt.Errorf("cuMemCreate: %d bytes asked, %d of %d free: %w", size, free, total, stitch.ErrOutOfMemory)
-	}
-	chunks := make([]uint64, size/d.granularity)
 	prop := libcuda.PinnedOn(d.ordinal)
-	// On failure the chunks made so far are released: nothing is left allocated.
-	r := d.in(func() libcuda.Result {
-		for i := range chunks {
-			h, r := libcuda.MemCreate(d.granularity, &prop)
-			if r != libcuda.Success {
-				for _, made := range chunks[:i] {
-					libcuda.MemRelease(made)
-				}
-				return r
-			}
-			chunks[i] = h
-		}
-		return libcuda.Success
+	var h uint64
+	r := d.in(func() (r libcuda.Result) {
+		h, r = libcuda.MemCreate(size, &prop)
+		return r
 	})
 	if err := check("cuMemCreate", r); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%d bytes: %w", size, err)
 	}
 	d.nextHandle++
-	d.phys[d.nextHandle] = chunks
+	d.phys[d.nextHandle] = physAlloc{handle: h, size: size}
 	return d.nextHandle, nil
 }
 
-// Release frees physical memory with cuMemRelease of each chunk. The device memory goes back once
-// no mapping uses it any more.
+// Release frees physical memory with cuMemRelease. The device memory goes back once no mapping
+// uses it any more.
 func (d *Driver) Release(h stitch.PhysHandle) error {
 	if d.closed {
 		return ErrClosed
 	}
-	chunks, ok := d.phys[h]
+	p, ok := d.phys[h]
 	if !ok {
 		return fmt.Errorf("cuMemRelease: %w: %d", ErrUnknownHandle, h)
 	}
 	delete(d.phys, h)
-	return check("cuMemRelease", d.in(func() libcuda.Result {
-		first := libcuda.Success
-		for _, c := range chunks {
-			if r := libcuda.MemRelease(c); first == libcuda.Success {
-				first = r
-			}
-		}
-		return first
-	}))
+	return check("cuMemRelease", d.in(func() libcuda.Result { return libcuda.MemRelease(p.handle) }))
 }
 
 // Reserve reserves a virtual range aligned to the granularity with cuMemAddressReserve.
@@ -250,39 +230,24 @@ func (d *Driver) Free(addr uintptr, size uint64) error {
 	return check("cuMemAddressFree", d.in(func() libcuda.Result { return libcuda.MemAddressFree(uint64(addr), size) }))
 }
 
-// Map maps [offset, offset+size) of h at addr: one cuMemMap per chunk. The range is not
-// accessible until SetAccess: the engine sets access once over a whole new mapping, never per
-// chunk, since each chunk an access call covers costs ~27 µs on an H200 whatever the call's shape.
+// Map maps h whole at addr with one cuMemMap: offset must be 0 and size the handle's (the driver
+// maps a handle only whole, from its start). The range is not accessible until SetAccess.
 func (d *Driver) Map(addr uintptr, size uint64, h stitch.PhysHandle, offset uint64) error {
 	if err := d.aligned("cuMemMap", size, offset); err != nil {
 		return err
 	}
-	chunks, ok := d.phys[h]
+	p, ok := d.phys[h]
 	if !ok {
 		return fmt.Errorf("cuMemMap: %w: %d", ErrUnknownHandle, h)
 	}
-	first, n := offset/d.granularity, size/d.granularity
-	if n == 0 || first+n > uint64(len(chunks)) {
-		return fmt.Errorf("cuMemMap: %w: [%d, %d) of a %d-byte allocation", ErrOutOfRange, offset, offset+size,
-			uint64(len(chunks))*d.granularity)
+	if offset != 0 || size != p.size {
+		return fmt.Errorf("cuMemMap: %w: [%d, %d) of a %d-byte allocation", ErrOutOfRange, offset, offset+size, p.size)
 	}
-	// On failure the chunks mapped so far are unmapped again.
-	return check("cuMemMap", d.in(func() libcuda.Result {
-		for i, c := range chunks[first : first+n] {
-			at := uint64(addr) + uint64(i)*d.granularity
-			if r := libcuda.MemMap(at, d.granularity, 0, c); r != libcuda.Success {
-				for j := range i {
-					libcuda.MemUnmap(uint64(addr)+uint64(j)*d.granularity, d.granularity)
-				}
-				return r
-			}
-		}
-		return libcuda.Success
-	}))
+	return check("cuMemMap", d.in(func() libcuda.Result { return libcuda.MemMap(uint64(addr), size, 0, p.handle) }))
 }
 
-// Unmap unmaps [addr, addr+size) chunk by chunk with cuMemUnmap, after waiting for the context's
-// queued work unless WithUnmapSync(false) was given.
+// Unmap unmaps [addr, addr+size), whole mappings of one or more handles, with one cuMemUnmap,
+// after waiting for the context's queued work unless WithUnmapSync(false) was given.
 func (d *Driver) Unmap(addr uintptr, size uint64) error {
 	if err := d.aligned("cuMemUnmap", size); err != nil {
 		return err
@@ -295,13 +260,7 @@ func (d *Driver) Unmap(addr uintptr, size uint64) error {
 				return libcuda.Success
 			}
 		}
-		first := libcuda.Success
-		for i := range size / d.granularity {
-			if r := libcuda.MemUnmap(uint64(addr)+i*d.granularity, d.granularity); first == libcuda.Success {
-				first = r
-			}
-		}
-		return first
+		return libcuda.MemUnmap(uint64(addr), size)
 	})
 	if synced != nil {
 		return fmt.Errorf("cuMemUnmap: waiting for queued work: %w", synced)

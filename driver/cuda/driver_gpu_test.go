@@ -88,30 +88,33 @@ func TestGPUAliasAndStitch(t *testing.T) {
 	require.NoError(t, d.Release(b))
 }
 
-// A mapping at an offset inside a larger physical allocation sees that part of it.
-func TestGPUMapOffset(t *testing.T) {
+// A handle maps only whole: a part of it, at an offset or a prefix, is refused before the driver is
+// asked; several whole mappings unmap with one call, and a large handle holds its data.
+func TestGPUMapWholeHandles(t *testing.T) {
 	d := newDriver(t)
 	g := d.Granularity()
 	h, err := d.Create(3 * g)
 	require.NoError(t, err)
-	whole, err := d.Reserve(3 * g)
+	small, err := d.Create(g)
 	require.NoError(t, err)
-	require.NoError(t, d.Map(whole, 3*g, h, 0))
-	require.NoError(t, d.SetAccess(whole, 3*g))
 	part, err := d.Reserve(g)
 	require.NoError(t, err)
-	require.NoError(t, d.Map(part, g, h, 2*g))
-	require.NoError(t, d.SetAccess(part, g))
-
-	data := pattern(3, int(3*g))
-	require.NoError(t, d.CopyToDevice(whole, data))
-	sameBytes(t, data[2*g:], readBack(t, d, part, int(g)), "last third through an offset mapping")
-
-	require.NoError(t, d.Unmap(part, g))
+	assert.ErrorIs(t, d.Map(part, g, h, 2*g), cuda.ErrOutOfRange, "at an offset")
+	assert.ErrorIs(t, d.Map(part, g, h, 0), cuda.ErrOutOfRange, "a prefix")
 	require.NoError(t, d.Free(part, g))
-	require.NoError(t, d.Unmap(whole, 3*g))
-	require.NoError(t, d.Free(whole, 3*g))
+
+	both, err := d.Reserve(4 * g)
+	require.NoError(t, err)
+	require.NoError(t, d.Map(both, 3*g, h, 0))
+	require.NoError(t, d.Map(both+uintptr(3*g), g, small, 0))
+	require.NoError(t, d.SetAccess(both, 4*g))
+	data := pattern(3, int(4*g))
+	require.NoError(t, d.CopyToDevice(both, data))
+	sameBytes(t, data, readBack(t, d, both, int(4*g)), "a 3-chunk handle and a 1-chunk one under one range")
+	require.NoError(t, d.Unmap(both, 4*g), "one call over both mappings")
+	require.NoError(t, d.Free(both, 4*g))
 	require.NoError(t, d.Release(h))
+	require.NoError(t, d.Release(small))
 }
 
 // Unmap must not pull memory from under queued work: it synchronises first, so the event recorded

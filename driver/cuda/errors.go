@@ -96,6 +96,7 @@ var (
 	// ErrLibraryLoaded is returned by New when WithLibrary names a library other than the one
 	// this process already loaded.
 	ErrLibraryLoaded = errors.New("cuda: another driver library is already loaded")
-	// ErrOutOfRange is returned by Map for a range beyond the physical allocation.
-	ErrOutOfRange = errors.New("cuda: range beyond the physical allocation")
+	// ErrOutOfRange is returned by Map for a range that is not the whole physical allocation
+	// (cuMemMap maps a handle only whole, from offset 0).
+	ErrOutOfRange = errors.New("cuda: range not the whole physical allocation")
 )
