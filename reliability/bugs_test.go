@@ -187,3 +187,34 @@ func TestStitchRollbackUnmapFails(t *testing.T) {
 		})
 	}
 }
+
+// TestReleaseRestoreFailsTwice: EmptyCache unmaps a physical allocation from the arena and its
+// Release fails; putting it back, the Map works but the SetAccess fails, and the Unmap that undoes
+// the Map fails too. The allocation is kept still mapped at its arena slots, which stay blocked
+// (the next growth goes elsewhere); the retry at EmptyCache's end unmaps it, its Release fails
+// once more, and a later EmptyCache gives it back. (The
+// engine once kept it as unmapped: every retry's Release was refused, still mapped, and Close
+// leaked it. Found by TestSimulation, seed 1796124708213054301.)
+func TestReleaseRestoreFailsTwice(t *testing.T) {
+	h, err := NewHarness(Config{Capacity: 16 * simG})
+	require.NoError(t, err)
+	require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: 1, Size: 4 * simG}))
+	require.NoError(t, h.Apply(Op{Kind: OpFree, ID: 1}))
+	h.Driver.FailNth(stitch.CallRelease, 1, nil)
+	h.Driver.FailNth(stitch.CallRelease, 2, nil) // and again when EmptyCache retries it at its end
+	h.Driver.FailNth(stitch.CallSetAccess, 1, nil)
+	h.Driver.FailNth(stitch.CallUnmap, 2, nil)
+	err = h.Apply(Op{Kind: OpEmptyCache})
+	require.ErrorIs(t, err, sim.ErrInjected)
+	require.NotErrorIs(t, err, sim.ErrBusy, "never a Release of memory still mapped")
+	require.NoError(t, h.Verify())
+	require.Equal(t, 1, h.Driver.Live().Handles, "the allocation is still held")
+	require.NoError(t, h.Apply(Op{Kind: OpAlloc, ID: 2, Size: 4 * simG}), "growth goes around the blocked slots")
+	require.NoError(t, h.Verify())
+	require.NoError(t, h.Apply(Op{Kind: OpFree, ID: 2}))
+	require.NoError(t, h.Apply(Op{Kind: OpEmptyCache}))
+	require.NoError(t, h.Verify())
+	require.Zero(t, h.Driver.Live().Handles, "EmptyCache gave it back")
+	require.NoError(t, h.Close())
+	require.NoError(t, h.Leaks())
+}

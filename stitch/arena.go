@@ -192,15 +192,21 @@ func (e *Engine) releaseAlloc(pa *physAlloc) error {
 	if err := e.drv.unmap(addr, size); err != nil {
 		return fmt.Errorf("stitch: release chunks at arena offset %d: %w", pa.first*e.g, err)
 	}
+	stillMapped := false
 	if err := e.drv.release(pa.h); err != nil {
 		// Put it back as it was, so the engine stays consistent.
 		if merr := e.drv.mapRange(addr, size, pa.h, 0); merr == nil {
 			if aerr := e.drv.setAccess(addr, size); aerr == nil {
 				return fmt.Errorf("stitch: release chunks at arena offset %d: %w", pa.first*e.g, err)
 			}
-			_ = e.drv.unmap(addr, size)
+			// Mapped but not accessible: undo the map, or keep it mapped and its slots blocked.
+			stillMapped = e.drv.unmap(addr, size) != nil
 		}
-		e.orphans = append(e.orphans, orphan{h: pa.h, size: size})
+		o := orphan{h: pa.h, size: size}
+		if stillMapped {
+			o.addr, o.mapped, o.slots = addr, true, [2]uint64{pa.first, pa.n}
+		}
+		e.orphans = append(e.orphans, o)
 		e.orphanBytes += size
 		e.log.Error("stitch: physical allocation orphaned after failed release", "err", err)
 	}
@@ -208,6 +214,9 @@ func (e *Engine) releaseAlloc(pa *physAlloc) error {
 	for i := pa.first; i < pa.first+pa.n; i++ {
 		e.slots[i] = slot{}
 		e.holes++
+	}
+	if stillMapped {
+		e.blockSlots(pa.first, pa.n, true)
 	}
 	delete(e.allocs, pa.h)
 	e.reserved -= size
