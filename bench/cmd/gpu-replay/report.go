@@ -349,6 +349,9 @@ func markdownTargets(w io.Writer, recs []record, steps map[string]float64) {
 		if pool := find(t, "gorgonia", "cuda", "arena"); g.SteadyNsPerPair != nil && pool != nil && pool.SteadyNsPerPair != nil && *pool.SteadyNsPerPair > 0 {
 			x := *g.SteadyNsPerPair / *pool.SteadyNsPerPair
 			nsCell = fmt.Sprintf("%.0f / %.0f = %.2fx %s 1.5", *g.SteadyNsPerPair, *pool.SteadyNsPerPair, x, map[bool]string{true: "<=", false: ">"}[x <= 1.5])
+			if x > 1.5 {
+				nsCell = "**" + nsCell + "**"
+			}
 		}
 		peakCell := "–"
 		if s := find(t, "gmlake", "sim", "uncapped"); s != nil {
