@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gmlake/gmlake/driver/sim"
+	"github.com/gmlake/gmlake/reliability"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -26,8 +27,8 @@ type harness struct {
 	d    *sim.Driver
 	e    *stitch.Engine
 	live map[uintptr]liveBlock
-	phys map[stitch.PhysHandle][]physUse // live blocks' physical bytes, per handle
-	ptrs []uintptr                       // live pointers in allocation order, for picking one to free
+	phys *reliability.Shadow // live blocks' physical bytes
+	ptrs []uintptr           // live pointers in allocation order, for picking one to free
 }
 
 type liveBlock struct {
@@ -35,16 +36,11 @@ type liveBlock struct {
 	stream stitch.Stream
 }
 
-type physUse struct {
-	off, end uint64
-	ptr      uintptr
-}
-
 func newHarness(t testing.TB, simOpts []sim.Option, opts ...stitch.Option) *harness {
 	d := sim.New(simOpts...)
 	e, err := stitch.New(d, opts...)
 	require.NoError(t, err)
-	return &harness{t: t, d: d, e: e, live: map[uintptr]liveBlock{}, phys: map[stitch.PhysHandle][]physUse{}}
+	return &harness{t: t, d: d, e: e, live: map[uintptr]liveBlock{}, phys: reliability.NewShadow()}
 }
 
 // alloc allocates and, on success, records the block and checks its physical bytes are its own.
@@ -57,14 +53,11 @@ func (h *harness) alloc(size uint64, s stitch.Stream) (uintptr, error) {
 	require.False(h.t, dup, "pointer %#x handed out twice", ptr)
 	ranges, rerr := h.d.Resolve(ptr, size)
 	require.NoError(h.t, rerr, "block %#x (%d bytes) is not wholly mapped", ptr, size)
-	for _, r := range ranges {
-		for _, u := range h.phys[r.Handle] {
-			if r.Offset < u.end && u.off < r.Offset+r.Size {
-				require.Failf(h.t, "physical overlap", "block %#x (%d bytes) shares bytes of handle %d with live block %#x", ptr, size, r.Handle, u.ptr)
-			}
-		}
-		h.phys[r.Handle] = append(h.phys[r.Handle], physUse{off: r.Offset, end: r.Offset + r.Size, ptr: ptr})
+	claim := make([]reliability.PhysRange, len(ranges))
+	for i, r := range ranges {
+		claim[i] = reliability.PhysRange{Handle: r.Handle, Offset: r.Offset, Length: r.Size}
 	}
+	require.NoError(h.t, h.phys.Claim(ptr, claim), "block %#x (%d bytes)", ptr, size)
 	h.live[ptr] = liveBlock{size: size, stream: s}
 	h.ptrs = append(h.ptrs, ptr)
 	return ptr, nil
@@ -79,15 +72,14 @@ func (h *harness) free(ptr uintptr) error {
 	}
 	delete(h.live, ptr)
 	h.ptrs = slices.DeleteFunc(h.ptrs, func(p uintptr) bool { return p == ptr })
-	for hd, uses := range h.phys {
-		h.phys[hd] = slices.DeleteFunc(uses, func(u physUse) bool { return u.ptr == ptr })
-	}
+	require.NoError(h.t, h.phys.Release(ptr))
 	return nil
 }
 
 // forgetAll drops the shadow after Reset.
 func (h *harness) forgetAll() {
-	h.live, h.phys, h.ptrs = map[uintptr]liveBlock{}, map[stitch.PhysHandle][]physUse{}, nil
+	h.live, h.ptrs = map[uintptr]liveBlock{}, nil
+	h.phys.ReleaseAll()
 }
 
 // check runs the engine's consistency check and compares its live bytes with the shadow.
