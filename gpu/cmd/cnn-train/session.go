@@ -14,6 +14,7 @@ import (
 	"github.com/gmlake/gmlake/gpu"
 	"github.com/gmlake/gmlake/gpu/cudnn"
 	"github.com/gmlake/gmlake/gpu/graphexec"
+	"github.com/gmlake/gmlake/gpu/internal/traincmd"
 	"github.com/gmlake/gmlake/gpu/pool"
 	"github.com/gmlake/gmlake/models"
 	"github.com/gmlake/gmlake/stitch"
@@ -153,14 +154,14 @@ func (c *cli) measure(e *env, w *models.ResNetWeights, r *result, log io.Writer)
 	ru := &run{c: c, w: w, pool: p, graphs: map[[2]int]*models.ResNetGraph{}, batches: map[[2]int]train.ImageBatch{}, task: task}
 	defer func() { err = errors.Join(err, ru.close()) }()
 	var alloc gpu.Allocator = p
-	var rec *recorder
+	var rec *traincmd.Recorder
 	if c.Trace != "" {
-		rec = newRecorder(p)
+		rec = traincmd.NewRecorder(p, "cnn-train")
 		alloc = rec
 		defer func() {
 			name := fmt.Sprintf("%s-%s", r.Model, r.Allocator)
-			r.TraceAllocs = rec.allocs
-			err = errors.Join(err, rec.write(filepath.Join(c.Trace, name+".trace.gz"), name, c.header()))
+			r.TraceAllocs = rec.Allocs()
+			err = errors.Join(err, rec.Write(filepath.Join(c.Trace, name+".trace.gz"), name, c.header()))
 		}()
 	}
 	if ru.dev, err = gpu.New(gpu.WithAllocator(alloc)); err != nil {
@@ -185,8 +186,8 @@ func (c *cli) measure(e *env, w *models.ResNetWeights, r *result, log io.Writer)
 		err = ru.largestBatch(r, log)
 	}
 	r.DeviceAllocs = ru.dev.MemoryStats().Allocs
-	if rec != nil && rec.allocs != r.DeviceAllocs {
-		return errors.Join(err, fmt.Errorf("the trace holds %d allocations, the device made %d", rec.allocs, r.DeviceAllocs))
+	if rec != nil && rec.Allocs() != r.DeviceAllocs {
+		return errors.Join(err, fmt.Errorf("the trace holds %d allocations, the device made %d", rec.Allocs(), r.DeviceAllocs))
 	}
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gmlake/gmlake/driver/cuda"
 	"github.com/gmlake/gmlake/gpu"
 	"github.com/gmlake/gmlake/gpu/graphexec"
+	"github.com/gmlake/gmlake/gpu/internal/traincmd"
 	"github.com/gmlake/gmlake/gpu/pool"
 	"github.com/gmlake/gmlake/models"
 	"github.com/gmlake/gmlake/stitch"
@@ -128,11 +129,11 @@ func (c *cli) measure(e *env, w *models.Weights, r *result, log io.Writer) (err 
 	defer func() { err = errors.Join(err, ru.close()) }()
 	var alloc gpu.Allocator = p
 	if c.Trace != "" {
-		rec := newRecorder(p)
+		rec := traincmd.NewRecorder(p, "gpu-train")
 		alloc = rec
 		defer func() {
 			name := fmt.Sprintf("%s-%s", r.Model, r.Allocator)
-			err = errors.Join(err, rec.write(filepath.Join(c.Trace, name+".trace.gz"), name))
+			err = errors.Join(err, rec.Write(filepath.Join(c.Trace, name+".trace.gz"), name, "gpu-train"))
 		}()
 	}
 	if ru.dev, err = gpu.New(gpu.WithAllocator(alloc)); err != nil {
