@@ -346,45 +346,28 @@ func (ru *run) try(b int) (bool, error) {
 // a failure are known, then bisecting.
 func (ru *run) largestBatch(r *result, log io.Writer) error {
 	deadline := time.Now().Add(ru.c.BisectLimit)
-	lo, hi := ru.c.Batch, 0
 	b := 2 * ru.c.Batch
 	if r.PeakLive > r.WeightsBytes && r.Capacity > r.WeightsBytes {
 		// The timed run's peak is at the largest size: scale per image at that size.
 		perImage := float64(r.PeakLive-r.WeightsBytes) / float64(ru.c.Batch)
 		b = max(ru.c.Batch+1, int(float64(r.Capacity-r.WeightsBytes)/perImage))
 	}
-	stride, succeeded := max(1, b/8), false
-	for {
-		if time.Now().After(deadline) {
-			r.MaxBatchNote = "search stopped at --bisect-limit"
-			break
-		}
+	lo, hi, finished, err := traincmd.LargestBatch(ru.c.Batch, b, deadline, func(b int) (bool, error) {
 		start := time.Now()
 		ok, err := ru.try(b)
 		if err != nil {
-			return fmt.Errorf("batch %d: %w", b, err)
+			return false, fmt.Errorf("batch %d: %w", b, err)
 		}
 		fmt.Fprintf(log, "%s/%s: batch %d: %v in %v (peak reserved %.2f GiB)\n", r.Model, r.Allocator, b,
 			map[bool]string{true: "ok", false: "out of memory"}[ok], time.Since(start).Round(time.Millisecond),
 			gib(ru.pool.PeakReserved()))
-		if ok {
-			lo, succeeded = b, true
-		} else {
-			hi = b
-		}
-		switch {
-		case hi == 0:
-			b = lo + stride
-			stride *= 2
-		case hi-lo <= 1:
-			r.MaxBatch, r.FailedBatch = lo, hi
-			return nil
-		case !succeeded:
-			b = max(lo+1, hi-stride)
-			stride *= 2
-		default:
-			b = (lo + hi) / 2
-		}
+		return ok, nil
+	})
+	if err != nil {
+		return err
+	}
+	if !finished {
+		r.MaxBatchNote = "search stopped at --bisect-limit"
 	}
 	r.MaxBatch, r.FailedBatch = lo, hi
 	return nil

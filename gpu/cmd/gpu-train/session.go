@@ -272,53 +272,35 @@ func (ru *run) try(b int) (bool, error) {
 // bisects. The timed run's batch is known to work.
 func (ru *run) largestBatch(r *result, log io.Writer) error {
 	deadline := time.Now().Add(ru.c.BisectLimit)
-	lo, hi := ru.c.Batch, 0 // largest success, smallest failure (0: none yet)
 	b := 2 * ru.c.Batch
 	if r.PeakLive > r.WeightsBytes && r.Capacity > r.WeightsBytes {
 		perSample := float64(r.PeakLive-r.WeightsBytes) / float64(ru.c.Batch)
 		b = max(ru.c.Batch+1, int(float64(r.Capacity-r.WeightsBytes)/perSample))
 	}
-	stride, succeeded := max(1, b/8), false
 	hostMax, avail := ru.hostBound()
-	for {
-		if time.Now().After(deadline) {
-			r.MaxBatchNote = "search stopped at --bisect-limit"
-			break
-		}
-		ok := false
+	lo, hi, finished, err := traincmd.LargestBatch(ru.c.Batch, b, deadline, func(b int) (bool, error) {
 		if hostMax > 0 && b > hostMax {
 			// Not tried: the host could not pin its activations (see hostShare).
 			fmt.Fprintf(log, "%s/%s: batch %d: not tried: its offloaded activations would pin more than %.0f%% of the host's %.1f GiB available\n",
 				r.Model, r.Allocator, b, 100*hostShare, gib(avail))
 			r.MaxBatchNote = fmt.Sprintf("offload: batches above %d not tried (host memory)", hostMax)
-		} else {
-			start := time.Now()
-			var err error
-			if ok, err = ru.try(b); err != nil {
-				return fmt.Errorf("batch %d: %w", b, err)
-			}
-			fmt.Fprintf(log, "%s/%s: batch %d: %v in %v (peak reserved %.2f GiB)\n", r.Model, r.Allocator, b,
-				map[bool]string{true: "ok", false: "out of memory"}[ok], time.Since(start).Round(time.Millisecond),
-				gib(ru.pool.PeakReserved()))
+			return false, nil
 		}
-		if ok {
-			lo, succeeded = b, true
-		} else {
-			hi = b
+		start := time.Now()
+		ok, err := ru.try(b)
+		if err != nil {
+			return false, fmt.Errorf("batch %d: %w", b, err)
 		}
-		switch {
-		case hi == 0:
-			b = lo + stride
-			stride *= 2
-		case hi-lo <= 1:
-			r.MaxBatch, r.FailedBatch = lo, hi
-			return nil
-		case !succeeded:
-			b = max(lo+1, hi-stride)
-			stride *= 2
-		default:
-			b = (lo + hi) / 2
-		}
+		fmt.Fprintf(log, "%s/%s: batch %d: %v in %v (peak reserved %.2f GiB)\n", r.Model, r.Allocator, b,
+			map[bool]string{true: "ok", false: "out of memory"}[ok], time.Since(start).Round(time.Millisecond),
+			gib(ru.pool.PeakReserved()))
+		return ok, nil
+	})
+	if err != nil {
+		return err
+	}
+	if !finished {
+		r.MaxBatchNote = "search stopped at --bisect-limit"
 	}
 	r.MaxBatch, r.FailedBatch = lo, hi
 	return nil

@@ -1,0 +1,53 @@
+package traincmd
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLargestBatchFindsTheEdge(t *testing.T) {
+	for _, limit := range []int{4, 5, 9, 37, 100, 1000} {
+		var tried []int
+		lo, hi, finished, err := LargestBatch(4, 8, time.Now().Add(time.Minute), func(b int) (bool, error) {
+			tried = append(tried, b)
+			return b <= limit, nil
+		})
+		require.NoError(t, err)
+		assert.True(t, finished, "limit %d", limit)
+		assert.Equal(t, limit, lo, "largest that fits, tried %v", tried)
+		assert.Equal(t, limit+1, hi, "smallest that does not, tried %v", tried)
+		assert.Less(t, len(tried), 30, "limit %d: tried %v", limit, tried)
+	}
+}
+
+func TestLargestBatchFromAGuessAboveTheEdge(t *testing.T) {
+	lo, hi, finished, err := LargestBatch(2, 64, time.Now().Add(time.Minute), func(b int) (bool, error) { return b <= 3, nil })
+	require.NoError(t, err)
+	assert.True(t, finished)
+	assert.Equal(t, [2]int{3, 4}, [2]int{lo, hi})
+}
+
+func TestLargestBatchStopsAtTheDeadline(t *testing.T) {
+	calls := 0
+	lo, hi, finished, err := LargestBatch(4, 8, time.Now().Add(-time.Second), func(int) (bool, error) { calls++; return true, nil })
+	require.NoError(t, err)
+	assert.False(t, finished)
+	assert.Equal(t, [2]int{4, 0}, [2]int{lo, hi})
+	assert.Zero(t, calls)
+}
+
+func TestLargestBatchReturnsTheTryError(t *testing.T) {
+	boom := errors.New("boom")
+	_, _, finished, err := LargestBatch(4, 8, time.Now().Add(time.Minute), func(b int) (bool, error) {
+		if b > 20 {
+			return false, boom
+		}
+		return true, nil
+	})
+	require.ErrorIs(t, err, boom)
+	assert.False(t, finished)
+}
