@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/gmlake/gmlake/gpu/internal/traincmd"
 )
 
 // markdown renders the results as the table of results/gpu-train/RESULTS.md.
@@ -33,7 +35,7 @@ func (c *cli) markdown(device string, results []*result) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %.1f | %+.1f%% | %.0f | %.2f | %.2f | %.1f%% | %.1f | %d | %s | %.3f → %.3f |\n",
 			r.Model, r.Allocator, r.StepMs, 100*(r.StepMs/best[r.Model]-1), r.WarmupMs, gib(r.PeakReserved),
-			gib(r.PeakLive), 100*r.Fragmentation, r.CallsPerStep, r.WarmupCalls, batchCell(r), r.FirstLoss, r.LastLoss)
+			gib(r.PeakLive), 100*r.Fragmentation, r.CallsPerStep, r.WarmupCalls, traincmd.BatchCell(r.MaxBatch, r.FailedBatch), r.FirstLoss, r.LastLoss)
 	}
 	b.WriteString("\n")
 	for _, model := range c.Models {
@@ -52,16 +54,4 @@ func (c *cli) markdown(device string, results []*result) string {
 		}
 	}
 	return b.String()
-}
-
-func batchCell(r *result) string {
-	switch {
-	case r.MaxBatch == 0 && r.FailedBatch == 0:
-		return "–"
-	case r.FailedBatch == 0:
-		return fmt.Sprintf("≥ %d", r.MaxBatch)
-	case r.FailedBatch > r.MaxBatch+1:
-		return fmt.Sprintf("%d (%d fails; search cut)", r.MaxBatch, r.FailedBatch)
-	}
-	return fmt.Sprintf("%d", r.MaxBatch)
 }

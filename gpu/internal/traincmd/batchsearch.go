@@ -1,6 +1,9 @@
 package traincmd
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // LargestBatch searches for the largest batch that fits, from a batch known to fit (from) and a
 // first guess above it (first): it grows the stride from the guess until a batch fails, then
@@ -35,4 +38,18 @@ func LargestBatch(from, first int, deadline time.Time, try func(b int) (bool, er
 		}
 	}
 	return lo, hi, false, nil
+}
+
+// BatchCell is a search's result as a table cell: the largest batch, "≥ N" when none failed, the
+// bracket when the search was cut before the two met, and "–" when there was no search.
+func BatchCell(largest, failed int) string {
+	switch {
+	case largest == 0 && failed == 0:
+		return "–"
+	case failed == 0:
+		return fmt.Sprintf("≥ %d", largest)
+	case failed > largest+1:
+		return fmt.Sprintf("%d (%d fails; search cut)", largest, failed)
+	}
+	return fmt.Sprintf("%d", largest)
 }

@@ -51,3 +51,10 @@ func TestLargestBatchReturnsTheTryError(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 	assert.False(t, finished)
 }
+
+func TestBatchCell(t *testing.T) {
+	assert.Equal(t, "–", BatchCell(0, 0))
+	assert.Equal(t, "≥ 12", BatchCell(12, 0))
+	assert.Equal(t, "12 (20 fails; search cut)", BatchCell(12, 20))
+	assert.Equal(t, "12", BatchCell(12, 13))
+}
