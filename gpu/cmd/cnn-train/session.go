@@ -346,12 +346,8 @@ func (ru *run) try(b int) (bool, error) {
 // a failure are known, then bisecting.
 func (ru *run) largestBatch(r *result, log io.Writer) error {
 	deadline := time.Now().Add(ru.c.BisectLimit)
-	b := 2 * ru.c.Batch
-	if r.PeakLive > r.WeightsBytes && r.Capacity > r.WeightsBytes {
-		// The timed run's peak is at the largest size: scale per image at that size.
-		perImage := float64(r.PeakLive-r.WeightsBytes) / float64(ru.c.Batch)
-		b = max(ru.c.Batch+1, int(float64(r.Capacity-r.WeightsBytes)/perImage))
-	}
+	// The timed run's peak is at the largest size: the guess scales per image at that size.
+	b := traincmd.FirstBatch(ru.c.Batch, r.PeakLive, r.WeightsBytes, r.Capacity)
 	lo, hi, finished, err := traincmd.LargestBatch(ru.c.Batch, b, deadline, func(b int) (bool, error) {
 		start := time.Now()
 		ok, err := ru.try(b)

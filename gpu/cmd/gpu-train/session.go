@@ -272,11 +272,7 @@ func (ru *run) try(b int) (bool, error) {
 // bisects. The timed run's batch is known to work.
 func (ru *run) largestBatch(r *result, log io.Writer) error {
 	deadline := time.Now().Add(ru.c.BisectLimit)
-	b := 2 * ru.c.Batch
-	if r.PeakLive > r.WeightsBytes && r.Capacity > r.WeightsBytes {
-		perSample := float64(r.PeakLive-r.WeightsBytes) / float64(ru.c.Batch)
-		b = max(ru.c.Batch+1, int(float64(r.Capacity-r.WeightsBytes)/perSample))
-	}
+	b := traincmd.FirstBatch(ru.c.Batch, r.PeakLive, r.WeightsBytes, r.Capacity)
 	hostMax, avail := ru.hostBound()
 	lo, hi, finished, err := traincmd.LargestBatch(ru.c.Batch, b, deadline, func(b int) (bool, error) {
 		if hostMax > 0 && b > hostMax {

@@ -40,6 +40,17 @@ func LargestBatch(from, first int, deadline time.Time, try func(b int) (bool, er
 	return lo, hi, false, nil
 }
 
+// FirstBatch is the search's first guess: the capacity left by the resident weights over the
+// activation bytes per sample of a run at batch (its peak live bytes less the weights), the batch
+// at which an allocator that never fragments would just fit; twice batch when that is unknown.
+func FirstBatch(batch int, peakLive, weights, capacity uint64) int {
+	if peakLive <= weights || capacity <= weights {
+		return 2 * batch
+	}
+	perSample := float64(peakLive-weights) / float64(batch)
+	return max(batch+1, int(float64(capacity-weights)/perSample))
+}
+
 // BatchCell is a search's result as a table cell: the largest batch, "≥ N" when none failed, the
 // bracket when the search was cut before the two met, and "–" when there was no search.
 func BatchCell(largest, failed int) string {

@@ -58,3 +58,11 @@ func TestBatchCell(t *testing.T) {
 	assert.Equal(t, "12 (20 fails; search cut)", BatchCell(12, 20))
 	assert.Equal(t, "12", BatchCell(12, 13))
 }
+
+func TestFirstBatch(t *testing.T) {
+	// 1 GiB of weights, 4 samples peaking at 5 GiB live: 1 GiB a sample; 41 GiB of capacity holds 40.
+	assert.Equal(t, 40, FirstBatch(4, 5<<30, 1<<30, 41<<30))
+	assert.Equal(t, 5, FirstBatch(4, 5<<30, 1<<30, 2<<30), "never the batch known to fit")
+	assert.Equal(t, 8, FirstBatch(4, 1<<30, 1<<30, 41<<30), "no activation bytes: twice the batch")
+	assert.Equal(t, 8, FirstBatch(4, 5<<30, 1<<30, 1<<30), "no room: twice the batch")
+}
