@@ -16,7 +16,7 @@ vet:
 	$(GO) vet $(PKGS)
 
 race:
-	$(GO) test -race -count=1 -timeout 25m $(PKGS)
+	$(GO) test -race -count=1 -timeout 60m $(PKGS)
 
 # Each fuzz target runs briefly; `make fuzz-long` (reliability) runs them for real.
 fuzz-short:
