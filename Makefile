@@ -15,8 +15,11 @@ test: vet race fuzz-short
 vet:
 	$(GO) vet $(PKGS)
 
+# The soak replays are sequential and run without -race (which would only slow them ~10x), as in
+# `make reliability`; everything else runs under -race.
 race:
-	$(GO) test -race -count=1 -timeout 60m $(PKGS)
+	$(GO) test -race -count=1 -timeout 60m -skip 'TestSoak' $(PKGS)
+	$(GO) test -count=1 -timeout 30m -run 'TestSoak' ./reliability
 
 # Each fuzz target runs briefly; `make fuzz-long` (reliability) runs them for real.
 fuzz-short:
