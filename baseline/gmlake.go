@@ -57,7 +57,7 @@ func (g *GMLake) Alloc(size uint64, s stitch.Stream) (uintptr, error) {
 func (g *GMLake) Free(ptr uintptr, size uint64) error { return g.eng.Free(ptr, size) }
 
 // Reserved implements Allocator.
-func (g *GMLake) Reserved() uint64 { return g.eng.Stats().ReservedBytes }
+func (g *GMLake) Reserved() uint64 { return g.eng.Reserved() }
 
 // DriverCalls implements Allocator.
 func (g *GMLake) DriverCalls() uint64 { return g.eng.Stats().DriverCalls.Total() }

@@ -36,6 +36,7 @@ type Engine struct {
 	loose       *freeSet // loose arena ranges
 	owners      tree     // arena ranges owned by large blocks (live, cached, pages), by address
 	flushBuf    []*block
+	flushHeap   []flushCandidate // flushUntil's heap, kept for reuse
 	blocks      map[uintptr]*block // live and cached blocks by pointer (not pages)
 	largeAge    ageList
 	smallAge    ageList
@@ -178,6 +179,14 @@ func (e *Engine) Stats() Stats {
 		StitchedBlocks: len(e.views), CachedBlocks: e.largeAge.n + e.smallAge.n, SmallPages: len(e.pages),
 		Outcomes: outcomeCounts(e.outcomes), DriverCalls: callCounts(e.drv.calls), RejectedFrees: e.rejected,
 	}
+}
+
+// Reserved is the physical bytes the engine holds now (Stats().ReservedBytes), without building
+// the whole Stats: the figure a replay samples after every request.
+func (e *Engine) Reserved() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.reserved + e.orphanBytes
 }
 
 func (e *Engine) synchronize() error {

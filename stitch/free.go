@@ -1,10 +1,6 @@
 package stitch
 
-import (
-	"cmp"
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // Free gives back the block at ptr; size must be the size given to Alloc.
 func (e *Engine) Free(ptr uintptr, size uint64) error {
@@ -58,25 +54,57 @@ func (e *Engine) cache(b *block) {
 
 // flushUntil moves flushable cached blocks of one pool to its free ranges, highest address first
 // (a canonical order: the lowest blocks, which free lists hand out first, stay cached), until one
-// free range of at least r bytes forms; it reports whether one did.
+// free range of at least r bytes forms; it reports whether one did. The blocks are taken from a
+// max-heap of their first bytes, built in one pass: a miss that flushes a few blocks of a pool
+// holding thousands costs a walk of the pool, not a sort of it.
 func (e *Engine) flushUntil(age *ageList, r uint64) bool {
-	order := e.flushBuf[:0]
+	h := e.flushHeap[:0]
 	for b := age.oldest; b != nil; b = b.newer {
-		order = append(order, b)
+		h = append(h, flushCandidate{at: b.physStart(), b: b})
 	}
-	slices.SortFunc(order, func(a, b *block) int { return cmp.Compare(b.physStart(), a.physStart()) })
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		siftDown(h, i)
+	}
 	found := false
-	for _, b := range order {
-		if e.flushable(b) {
-			if e.flush(b) >= r {
-				found = true
-				break
-			}
+	for len(h) > 0 {
+		b := h[0].b
+		last := len(h) - 1
+		h[0], h[last] = h[last], flushCandidate{}
+		h = h[:last]
+		siftDown(h, 0)
+		if e.flushable(b) && e.flush(b) >= r {
+			found = true
+			break
 		}
 	}
-	clear(order)
-	e.flushBuf = order[:0]
+	clear(h)
+	e.flushHeap = h[:0]
 	return found
+}
+
+// flushCandidate is a cached block in flushUntil's heap, keyed by its first byte (block.physStart,
+// distinct among the cached blocks of one pool: they own disjoint bytes).
+type flushCandidate struct {
+	at uint64
+	b  *block
+}
+
+// siftDown restores the max-heap order of h below index i.
+func siftDown(h []flushCandidate, i int) {
+	for {
+		top, l := i, 2*i+1
+		if l < len(h) && h[l].at > h[top].at {
+			top = l
+		}
+		if l+1 < len(h) && h[l+1].at > h[top].at {
+			top = l + 1
+		}
+		if top == i {
+			return
+		}
+		h[i], h[top] = h[top], h[i]
+		i = top
+	}
 }
 
 // flushable reports whether cached block b may serve other streams (see settled).
