@@ -36,7 +36,7 @@ type Engine struct {
 	loose       *freeSet // loose arena ranges
 	owners      tree     // arena ranges owned by large blocks (live, cached, pages), by address
 	flushBuf    []*block
-	flushHeap   []flushCandidate // flushUntil's heap, kept for reuse
+	flushHeap   []flushCandidate   // flushUntil's heap, kept for reuse
 	blocks      map[uintptr]*block // live and cached blocks by pointer (not pages)
 	largeAge    ageList
 	smallAge    ageList
