@@ -277,7 +277,7 @@ func (e *Engine) checkViews(c *checker) {
 	var bytes uint64
 	for base, v := range e.views {
 		bytes += v.vsize
-		if v.base != base || v.vsize != uint64(len(v.chunks))*e.g || len(v.pieces) == 0 {
+		if v.base != base || v.vsize != uint64(len(v.chunks))*e.g || len(v.pieces) == 0 || v.gone {
 			c.fail("view %#x: malformed", base)
 			continue
 		}

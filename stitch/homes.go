@@ -43,7 +43,7 @@ func (e *Engine) findHomeBut(r uint64, skip func(home) bool) (home, bool) {
 	found := false
 	kept := hs[:0]
 	for _, h := range hs {
-		if h.v == nil || e.views[h.v.base] == h.v { // else the view was released
+		if h.v == nil || !h.v.gone {
 			kept = append(kept, h)
 		}
 	}

@@ -209,7 +209,7 @@ func (e *Engine) agrees(m memo, atLeast bool) bool {
 
 // placeFree reports whether place h of r bytes still exists and no live block uses it.
 func (e *Engine) placeFree(h home, r uint64) bool {
-	if h.v != nil && e.views[h.v.base] != h.v {
+	if h.v != nil && h.v.gone {
 		return false // the view was released
 	}
 	_, ok := e.homeCost(h, r, ^uint64(0))
@@ -245,17 +245,16 @@ func (e *Engine) pick(l *freeList, r uint64) *block {
 func (e *Engine) cachedAt(h home, l *freeList) *block {
 	start := h.off
 	if h.v != nil {
-		if e.views[h.v.base] != h.v {
+		if h.v.gone {
 			return nil
 		}
 		start = physAt(h.v, h.off)
 	}
-	var b *block
-	e.owners.overlapping(start, start+1, func(n *tnode) bool { b = n.b; return false })
-	if b == nil || b.live || b.list != l || b.place() != h {
+	n := e.owners.ownerAt(start)
+	if n == nil || n.b.live || n.b.list != l || n.b.place() != h {
 		return nil
 	}
-	return b
+	return n.b
 }
 
 // followed returns the place the followed memo gives the current request of r bytes; it stops

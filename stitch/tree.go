@@ -171,24 +171,25 @@ func (t *tree) floor(key span) (span, bool) {
 	return span{}, false
 }
 
-// overlapping calls fn on the node of every span (of a tree ordered by address) that overlaps
-// [start, end), in order, until fn returns false; it reports whether fn never did. fn must not
-// change the tree. One descent, then an in-order walk: O(log n + k).
+// overlapping calls fn on the node of every span (of a tree ordered by address, its spans
+// disjoint) that overlaps [start, end), in order, until fn returns false; it reports whether fn
+// never did. fn must not change the tree. One descent, which finds both the span starting before
+// start that may reach into the range and the path to the first span starting at or after it,
+// then an in-order walk: O(log n + k).
 func (t *tree) overlapping(start, end uint64, fn func(*tnode) bool) bool {
-	if f := t.floorNode(span{start: start}); f != nil && f.s.start < start && f.s.end > start {
-		if !fn(f) { // the span starting before start that reaches into the range
-			return false
-		}
-	}
 	var buf [64]*tnode
 	stack := buf[:0]
+	var before *tnode // the span with the largest start below start
 	for x := t.root; x != nil; {
 		if x.s.start >= start {
 			stack = append(stack, x)
 			x = x.left
 		} else {
-			x = x.right
+			before, x = x, x.right
 		}
+	}
+	if before != nil && before.s.end > start && !fn(before) {
+		return false
 	}
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
@@ -204,6 +205,15 @@ func (t *tree) overlapping(start, end uint64, fn func(*tnode) bool) bool {
 		}
 	}
 	return true
+}
+
+// ownerAt returns the node of the span (of a tree ordered by address, its spans disjoint) that
+// holds byte pos, or nil.
+func (t *tree) ownerAt(pos uint64) *tnode {
+	if n := t.floorNode(span{start: pos}); n != nil && n.s.end > pos {
+		return n
+	}
+	return nil
 }
 
 // max returns the last span in order.

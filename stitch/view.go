@@ -24,6 +24,7 @@ type view struct {
 	inUse  uint64   // bytes of the live blocks using it: none of them is idle
 	older  *view    // in the engine's view list, least recently used first
 	newer  *view
+	gone   bool // its virtual range was given back (unmapView): places in it no longer exist
 }
 
 // handleSpan is the arena range of the physical allocation (handle) holding arena byte pos, which
@@ -153,6 +154,7 @@ func (e *Engine) unmapView(v *view) error {
 		e.slots[c].views--
 	}
 	delete(e.views, v.base)
+	v.gone = true
 	e.viewBytes -= v.vsize
 	return nil
 }
