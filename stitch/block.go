@@ -44,8 +44,8 @@ type freeList struct {
 func (l *freeList) push(b *block) {
 	// Address order: the lowest block is reused first, whatever the order of frees.
 	var prev *block
-	at := l.head
-	for at != nil && at.physStart() < b.physStart() {
+	at, first := l.head, b.physStart()
+	for at != nil && at.physStart() < first {
 		prev, at = at, at.next
 	}
 	b.prev, b.next = prev, at
