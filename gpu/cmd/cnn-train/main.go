@@ -29,6 +29,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/gmlake/gmlake/gpu/internal/traincmd"
 	"github.com/gmlake/gmlake/gpu/pool"
 	"github.com/gmlake/gmlake/internal/units"
 )
@@ -37,6 +38,7 @@ type cli struct {
 	Models      []string      `default:"resnet18,resnet50" help:"ResNet presets (models.ResNetPreset)."`
 	Classes     int           `default:"1000" help:"Classes of the head (the color task uses them all)."`
 	Allocators  []string      `default:"gmlake,gorgonia,direct" help:"Allocators to compare."`
+	Rounds      int           `default:"1" help:"Timed runs per allocator, in alternating order (A B, B A, ...); the table gives the mean."`
 	Steps       int           `default:"16" help:"Training steps per allocator (warm-up included)."`
 	Batch       int           `default:"32" help:"Batch of the timed run (and the start of the batch search)."`
 	Sizes       []int         `default:"128,160,192,224" help:"Square image sizes, varied from step to step."`
@@ -90,12 +92,23 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		for _, alloc := range c.Allocators {
-			r := c.session(env, model, w, alloc, stderr)
-			results = append(results, r)
-			if err := enc.Encode(r); err != nil {
-				return err
+		byAllocator := map[string][]*result{}
+		for round, order := range (traincmd.Rounds{Allocators: c.Allocators, N: c.Rounds}).Order() {
+			rc := *c
+			if round > 0 { // the batch search and the trace belong to the first round
+				rc.MaxBatch, rc.Trace = false, ""
 			}
+			for _, alloc := range order {
+				r := rc.session(env, model, w, alloc, stderr)
+				r.Round = round
+				byAllocator[alloc] = append(byAllocator[alloc], r)
+				if err := enc.Encode(r); err != nil {
+					return err
+				}
+			}
+		}
+		for _, alloc := range c.Allocators {
+			results = append(results, foldRounds(byAllocator[alloc]))
 		}
 	}
 	table := c.markdown(env, results)
@@ -104,4 +117,19 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 		return os.WriteFile(c.Markdown, []byte(table), 0o644)
 	}
 	return nil
+}
+
+// foldRounds is an allocator's result over its rounds: the first round's (which holds the batch
+// search and the trace), with the step and warm-up times of all rounds (traincmd.Fold), or the
+// first round that failed.
+func foldRounds(rounds []*result) *result {
+	for _, r := range rounds {
+		if r.Error != "" {
+			return r
+		}
+	}
+	r := *rounds[0]
+	t := traincmd.Fold(rounds, func(r *result) (float64, float64, float64) { return r.StepMs, r.StepMsMin, r.WarmupMs })
+	r.StepMs, r.StepMsMin, r.WarmupMs, r.RoundStepMs = t.StepMs, t.StepMsMin, t.WarmupMs, t.RoundStepMs
+	return &r
 }

@@ -18,6 +18,9 @@ func (c *cli) markdown(e *env, results []*result) string {
 	fmt.Fprintf(&b, "%s, cuDNN %s, %s, batch %d, image sizes %v varied per step, %d steps (the first %d are warm-up), capacity %.0f GiB; %s\n\n",
 		e.device, e.cudnnVersion(), math, c.Batch, c.Sizes, c.Steps, len(c.Sizes), gib(uint64(c.Capacity)),
 		time.Now().UTC().Format("2006-01-02"))
+	if c.Rounds > 1 {
+		fmt.Fprintf(&b, "Each allocator ran %d times, in alternating order (A B, B A, ...); step and warm-up times are the mean over those runs, the batch search and loss are the first run's.\n\n", c.Rounds)
+	}
 	b.WriteString("| model | allocator | steady step (ms) | vs best | warm-up (ms) | peak reserved (GiB) | peak live (GiB) | fragmentation | driver calls/step | warm-up calls | allocs/step | workspaces/step (largest MiB) | largest batch | loss first → last |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	best := map[string]float64{}

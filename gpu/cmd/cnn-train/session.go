@@ -70,6 +70,8 @@ type result struct {
 	WarmupMs      float64 // the first pass over the sizes, in total
 	StepMs        float64 // mean steady-state step
 	StepMsMin     float64
+	Round         int       // the round of this run (--rounds); in the table, 0 and every round's times folded
+	RoundStepMs   []float64 `json:",omitempty"` // in the table: each round's mean steady step
 	PeakLive      uint64
 	PeakReserved  uint64
 	Fragmentation float64

@@ -29,6 +29,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/gmlake/gmlake/gpu/internal/traincmd"
 	"github.com/gmlake/gmlake/gpu/pool"
 	"github.com/gmlake/gmlake/internal/units"
 )
@@ -36,6 +37,7 @@ import (
 type cli struct {
 	Models      []string      `default:"opt-1.3b,gpt2-xl" help:"Model presets (package models) to fine-tune."`
 	Allocators  []string      `default:"gmlake,gorgonia,direct" help:"Allocators to compare."`
+	Rounds      int           `default:"1" help:"Timed runs per allocator, in alternating order (A B, B A, ...); the table gives the mean."`
 	Steps       int           `default:"20" help:"Training steps per allocator (warm-up included)."`
 	Batch       int           `default:"4" help:"Batch of the timed run (and the start of the batch search)."`
 	Seqs        []int         `default:"128,256,384,512" help:"Sequence lengths, varied from step to step."`
@@ -91,12 +93,23 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		for _, alloc := range c.Allocators {
-			r := c.session(env, model, w, alloc, stderr)
-			results = append(results, r)
-			if err := enc.Encode(r); err != nil {
-				return err
+		byAllocator := map[string][]*result{}
+		for round, order := range (traincmd.Rounds{Allocators: c.Allocators, N: c.Rounds}).Order() {
+			rc := *c
+			if round > 0 { // the batch search and the trace belong to the first round
+				rc.MaxBatch, rc.Trace = false, ""
 			}
+			for _, alloc := range order {
+				r := rc.session(env, model, w, alloc, stderr)
+				r.Round = round
+				byAllocator[alloc] = append(byAllocator[alloc], r)
+				if err := enc.Encode(r); err != nil {
+					return err
+				}
+			}
+		}
+		for _, alloc := range c.Allocators {
+			results = append(results, foldRounds(byAllocator[alloc]))
 		}
 	}
 	table := c.markdown(env.device, results)
@@ -114,4 +127,19 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// foldRounds is an allocator's result over its rounds: the first round's (which holds the batch
+// search and the trace), with the step and warm-up times of all rounds (traincmd.Fold), or the
+// first round that failed.
+func foldRounds(rounds []*result) *result {
+	for _, r := range rounds {
+		if r.Error != "" {
+			return r
+		}
+	}
+	r := *rounds[0]
+	t := traincmd.Fold(rounds, func(r *result) (float64, float64, float64) { return r.StepMs, r.StepMsMin, r.WarmupMs })
+	r.StepMs, r.StepMsMin, r.WarmupMs, r.RoundStepMs = t.StepMs, t.StepMsMin, t.WarmupMs, t.RoundStepMs
+	return &r
 }

@@ -49,7 +49,9 @@ type result struct {
 	WarmupMs      float64 // the first pass over the sequence lengths, in total
 	StepMs        float64 // mean steady-state step
 	StepMsMin     float64
-	PeakLive      uint64 // requested bytes live at the peak (weights included)
+	Round         int       // the round of this run (--rounds); in the table, 0 and every round's times folded
+	RoundStepMs   []float64 `json:",omitempty"` // in the table: each round's mean steady step
+	PeakLive      uint64    // requested bytes live at the peak (weights included)
 	PeakReserved  uint64
 	Fragmentation float64  // 1 - PeakLive/PeakReserved
 	WarmupCalls   uint64   // memory driver calls before the steady state (setup included)

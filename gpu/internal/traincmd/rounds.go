@@ -1,0 +1,55 @@
+package traincmd
+
+import (
+	"math"
+	"slices"
+)
+
+// Rounds is how the training commands order their timed runs when each allocator runs more than
+// once (--rounds): forward in even rounds and backward in odd ones (A B, B A, A B, ...), so that a
+// drift of the GPU's speed over the process (clocks, caches, the driver's own warm-up) falls on
+// every allocator alike. On the H200 the second of two back-to-back runs of the same training was
+// about 3% slower whichever allocator ran second (results/cnn/H200.md); one round cannot separate
+// allocators closer than that.
+type Rounds struct {
+	Allocators []string
+	N          int // rounds; below 1 means 1
+}
+
+// Order gives the allocators of each round, in the order they run.
+func (r Rounds) Order() [][]string {
+	n := max(r.N, 1)
+	order := make([][]string, n)
+	for i := range order {
+		order[i] = slices.Clone(r.Allocators)
+		if i%2 == 1 {
+			slices.Reverse(order[i])
+		}
+	}
+	return order
+}
+
+// Timing is an allocator's step times over rounds: the mean of the rounds' mean steady steps, the
+// shortest step of any round, and the mean warm-up.
+type Timing struct {
+	StepMs, StepMsMin, WarmupMs float64
+	RoundStepMs                 []float64 // each round's mean steady step, in round order
+}
+
+// Fold folds one allocator's rounds; times gives a round's mean steady step, shortest step and
+// warm-up.
+func Fold[R any](rounds []R, times func(R) (stepMs, stepMsMin, warmupMs float64)) Timing {
+	if len(rounds) == 0 {
+		return Timing{}
+	}
+	var t Timing
+	t.StepMsMin = math.Inf(1)
+	for _, r := range rounds {
+		step, least, warm := times(r)
+		t.RoundStepMs = append(t.RoundStepMs, step)
+		t.StepMs += step / float64(len(rounds))
+		t.WarmupMs += warm / float64(len(rounds))
+		t.StepMsMin = min(t.StepMsMin, least)
+	}
+	return t
+}

@@ -1,0 +1,28 @@
+package traincmd
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRoundsOrder(t *testing.T) {
+	got := Rounds{Allocators: []string{"gmlake", "gorgonia", "direct"}, N: 3}.Order()
+	require.Len(t, got, 3)
+	assert.Equal(t, []string{"gmlake", "gorgonia", "direct"}, got[0])
+	assert.Equal(t, []string{"direct", "gorgonia", "gmlake"}, got[1])
+	assert.Equal(t, []string{"gmlake", "gorgonia", "direct"}, got[2])
+	assert.Equal(t, [][]string{{"a", "b"}}, Rounds{Allocators: []string{"a", "b"}}.Order(), "0 rounds is one")
+}
+
+func TestFold(t *testing.T) {
+	type run struct{ step, least, warm float64 }
+	times := func(r run) (float64, float64, float64) { return r.step, r.least, r.warm }
+	got := Fold([]run{{14, 11, 300}, {12, 10.5, 100}}, times)
+	assert.InDelta(t, 13.0, got.StepMs, 1e-12)
+	assert.InDelta(t, 10.5, got.StepMsMin, 1e-12)
+	assert.InDelta(t, 200.0, got.WarmupMs, 1e-12)
+	assert.Equal(t, []float64{14, 12}, got.RoundStepMs)
+	assert.Equal(t, Timing{}, Fold(nil, times))
+}
