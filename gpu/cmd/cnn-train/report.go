@@ -19,7 +19,7 @@ func (c *cli) markdown(e *env, results []*result) string {
 		e.device, e.cudnnVersion(), math, c.Batch, c.Sizes, c.Steps, len(c.Sizes), gib(uint64(c.Capacity)),
 		time.Now().UTC().Format("2006-01-02"))
 	if c.Rounds > 1 {
-		fmt.Fprintf(&b, "Each allocator ran %d times, in alternating order (A B, B A, ...); step and warm-up times are the mean over those runs, the batch search and loss are the first run's.\n\n", c.Rounds)
+		fmt.Fprintf(&b, "Each allocator ran %d times, in alternating order (A B, B A, ...); the step time is the mean over those runs, the warm-up the least (the process's first run also pays one-time library costs), the batch search and loss are the first run's.\n\n", c.Rounds)
 	}
 	b.WriteString("| model | allocator | steady step (ms) | vs best | warm-up (ms) | peak reserved (GiB) | peak live (GiB) | fragmentation | driver calls/step | warm-up calls | allocs/step | workspaces/step (largest MiB) | largest batch | loss first → last |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")

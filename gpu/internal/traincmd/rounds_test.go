@@ -22,7 +22,7 @@ func TestFold(t *testing.T) {
 	got := Fold([]run{{14, 11, 300}, {12, 10.5, 100}}, times)
 	assert.InDelta(t, 13.0, got.StepMs, 1e-12)
 	assert.InDelta(t, 10.5, got.StepMsMin, 1e-12)
-	assert.InDelta(t, 200.0, got.WarmupMs, 1e-12)
+	assert.InDelta(t, 100.0, got.WarmupMs, 1e-12)
 	assert.Equal(t, []float64{14, 12}, got.RoundStepMs)
 	assert.Equal(t, Timing{}, Fold(nil, times))
 }
