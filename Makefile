@@ -81,22 +81,26 @@ space := $(subst ,, )
 # experts, ViT, multi-scale CNN, masked LM, 150k-vocabulary LoRA LM), recorded with PyTorch on the
 # H200 by scripts/record-heldout-traces.py, with PyTorch's step times: testdata/heldout/README.md.
 HELDOUT = testdata/heldout
+# Every bisection runs to the 2 MiB step (no time limit), so the capacities are the same on any
+# machine. BENCH_JOBS: (trace, allocator) pairs replayed at once; more than 1 only makes the ns/pair
+# column noisier (results-check ignores it and runs one per CPU).
+BENCH_JOBS ?= 1
 OWN_TRACES = stitch/testdata/gpt2xl-lora-h200-gpu-train.trace.gz results/gpu-train/2026-11-29-40GiB/traces/*.trace.gz
 bench:
-	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet \
+	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet --jobs $(BENCH_JOBS) \
 		--allocators gmlake,gmlake-unmarked,gorgonia,caching,direct --growth-slack 0.005 --warmup-growth 128MiB \
 		--markdown results/bench/RESULTS.md --anchors $(TRACES)/pytorch-anchors.jsonl --steps $(TRACES)/pytorch-steps.jsonl \
 		$(wildcard $(TRACES)/*.trace.gz $(TRACES)/*.pickle.gz)
-	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet \
+	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet --jobs $(BENCH_JOBS) \
 		--allocators gmlake,gmlake-unmarked,gorgonia,caching --markdown results/bench/RESULTS-heldout.md \
 		--steps $(HELDOUT)/pytorch-steps.jsonl $(HELDOUT)/*.trace.gz
-	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet \
+	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet --jobs $(BENCH_JOBS) \
 		--allocators gmlake,gmlake-unmarked,gorgonia,caching --markdown results/bench/RESULTS-own.md \
 		$(OWN_TRACES)
 	rm -rf $(GENERATED_DIR) && mkdir -p $(GENERATED_DIR)
 	$(GO) run ./bench/cmd/shard-sim --workload $(GENERATED_WORKLOADS) --ranks 1 --steps 12 --seq-min 128 \
 		--quiet --write-traces $(GENERATED_DIR) >/dev/null
-	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet \
+	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet --jobs $(BENCH_JOBS) \
 		--allocators gmlake,gorgonia,caching --markdown results/bench/RESULTS-generated.md $(GENERATED_DIR)/*.trace.gz
 
 # ---- Convolutional networks (issue 20): cnn-bench records multi-scale ResNet-18 training on the CPU

@@ -27,7 +27,8 @@
 //   - minimum capacity: the smallest capacity, a multiple of the step (2 MiB), under which the
 //     trace replays without out-of-memory, found by bisection between peak active (never enough)
 //     and the uncapped peak reserved (always enough for an allocator that behaves the same until
-//     it meets its limit); a time limit may stop it early, and then it is an upper bound;
+//     it meets its limit); MeasureOptions.MaxProbes may stop it early, and then it is an upper
+//     bound. A count of replays, not a time, so the figure does not depend on the machine's load;
 //   - driver calls: before the first iteration marker, per warm-up iteration (0 to SteadyFrom-1)
 //     and per steady iteration (SteadyFrom on), and per kind for a CallCounter;
 //   - novelty (Prepared.Needs, from the trace alone): an iteration is novel when its peak of live

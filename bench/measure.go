@@ -11,12 +11,15 @@ import (
 
 // MeasureOptions says what Measure computes beyond the uncapped replay.
 type MeasureOptions struct {
-	MinCapacity bool          // bisect the smallest capacity that replays without out-of-memory
-	Step        uint64        // bisection resolution in bytes; default 2 MiB
-	TimeLimit   time.Duration // stop bisecting after this long (the bound found so far is reported); 0 = none
-	Capacity    uint64        // also replay under this capacity and report whether and where it ran out
-	Series      int           // sample about this many points of active/reserved bytes for plots
-	Repeat      int           // > 0: also measure Convergence over this many repetitions of the iterations
+	MinCapacity bool   // bisect the smallest capacity that replays without out-of-memory
+	Step        uint64 // bisection resolution in bytes; default 2 MiB
+	// MaxProbes > 0 stops the bisection after this many halving replays (the upper bound found by
+	// then is reported, marked not exact); 0 bisects to Step. A count, not a time, so that what is
+	// reported does not depend on the machine's speed or load.
+	MaxProbes int
+	Capacity  uint64 // also replay under this capacity and report whether and where it ran out
+	Series    int    // sample about this many points of active/reserved bytes for plots
+	Repeat    int    // > 0: also measure Convergence over this many repetitions of the iterations
 }
 
 // SteadyFrom is the first iteration counted as steady state; iterations before it are warm-up.
@@ -37,8 +40,8 @@ type Report struct {
 	PeakReserved  uint64  `json:"peak_reserved"`
 	Fragmentation float64 `json:"fragmentation"`
 
-	// Bisection (with MinCapacity). MinCapacityExact is false when the time limit stopped it: then
-	// MinCapacity is an upper bound.
+	// Bisection (with MinCapacity). MinCapacityExact is false when MaxProbes stopped it before it
+	// reached the step: then MinCapacity is an upper bound.
 	MinCapacity        *uint64  `json:"min_capacity,omitempty"`
 	CapacityOverActive *float64 `json:"capacity_over_active,omitempty"`
 	MinCapacityExact   *bool    `json:"min_capacity_exact,omitempty"`
@@ -149,7 +152,7 @@ func Measure(p *Prepared, spec Spec, o MeasureOptions) (Report, error) {
 		rep.Replays++
 	}
 	if o.MinCapacity {
-		b, err := MinCapacity(p, spec, run.PeakActive, run.PeakReserved, o.Step, o.TimeLimit)
+		b, err := MinCapacity(p, spec, run.PeakActive, run.PeakReserved, o.Step, o.MaxProbes)
 		rep.Replays += b.Replays
 		if err != nil {
 			return fail(err)
@@ -233,10 +236,11 @@ func replayFresh(p *Prepared, spec Spec, capacity uint64, series int) (*Run, err
 // Bisection is the result of MinCapacity.
 type Bisection struct {
 	Capacity uint64 // smallest capacity found that replays without out-of-memory
-	Exact    bool   // false: the time limit stopped the search and Capacity is only an upper bound
-	Replays  int
-	// Binding is the out-of-memory one step below Capacity (when Exact): the request the allocator
-	// could not serve there and what its error said (for gmlake: free bytes, in how many pieces, the
+	Exact    bool   // false: the probe limit stopped the search and Capacity is only an upper bound
+	Replays  int    // every replay: the bracketing ones, the halving probes, and the one at the binding bound
+	Probes   int    // halving replays between the bracket's ends
+	// Binding is the out-of-memory at the largest capacity tried below Capacity (one step below
+	// when Exact): the request the allocator could not serve there and what its error said (for gmlake: free bytes, in how many pieces, the
 	// largest, what stitching could reach).
 	Binding *OOMEvent
 }
@@ -248,13 +252,15 @@ var ErrNotMonotone = errors.New("bench: no capacity found that replays without o
 // through spec without running out of memory. Capacities are multiples of step. peakActive and
 // peakReserved come from an uncapped replay: no allocator fits under peak active bytes, and one
 // that behaves the same until it meets its limit fits in its uncapped peak reserved. The search
-// assumes that fitting is monotone in capacity. limit > 0 bounds its time.
-func MinCapacity(p *Prepared, spec Spec, peakActive, peakReserved, step uint64, limit time.Duration) (Bisection, error) {
+// assumes that fitting is monotone in capacity. maxProbes > 0 bounds the number of halving replays
+// (then Capacity may be an upper bound, and Exact false); 0 halves until the bracket is one step
+// wide, about log2((peakReserved - peakActive) / step) replays. Either way the result depends only
+// on the trace, the allocator and the arguments, never on the clock.
+func MinCapacity(p *Prepared, spec Spec, peakActive, peakReserved, step uint64, maxProbes int) (Bisection, error) {
 	if step == 0 {
 		step = 2 * units.MiB
 	}
 	var b Bisection
-	deadline := time.Now().Add(limit)
 	failed := make(map[uint64]*OOMEvent)
 	fits := func(capacity uint64) (bool, error) {
 		b.Replays++
@@ -284,10 +290,11 @@ func MinCapacity(p *Prepared, spec Spec, peakActive, peakReserved, step uint64, 
 	}
 	b.Exact = true
 	for hi-lo > step {
-		if limit > 0 && time.Now().After(deadline) {
+		if maxProbes > 0 && b.Probes >= maxProbes {
 			b.Exact = false
 			break
 		}
+		b.Probes++
 		mid := lo + (hi-lo)/2/step*step
 		ok, err := fits(mid)
 		if err != nil {

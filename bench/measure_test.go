@@ -74,6 +74,32 @@ func TestMinCapacityFineStep(t *testing.T) {
 	assert.Equal(t, uint64(3000), b.Binding.Active)
 }
 
+// A probe limit stops the bisection after that many halving replays: the bound found then is
+// reported as not exact, and the same limit gives the same answer every time (no clock involved).
+func TestMinCapacityMaxProbes(t *testing.T) {
+	p := build(t, "a 0 5000 0", "a 1 3000 0", "f 0", "a 2 6000 0")
+	full, err := MinCapacity(p, spec(t, "direct"), 1, 9216, 512, 0)
+	require.NoError(t, err)
+	require.True(t, full.Exact)
+	assert.Equal(t, uint64(9216), full.Capacity)
+	assert.Equal(t, 5, full.Probes, "from (0, 9216] to one 512-byte step: 18 steps, 5 halvings")
+
+	for range 2 {
+		cut, err := MinCapacity(p, spec(t, "direct"), 1, 9216, 512, 2)
+		require.NoError(t, err)
+		assert.False(t, cut.Exact, "2 probes do not narrow 18 steps to one")
+		assert.Equal(t, 2, cut.Probes)
+		assert.GreaterOrEqual(t, cut.Capacity, full.Capacity, "an upper bound")
+		require.NotNil(t, cut.Binding, "the out-of-memory at the largest capacity tried below the bound")
+		assert.Equal(t, 1, cut.Binding.Event)
+	}
+
+	enough, err := MinCapacity(p, spec(t, "direct"), 1, 9216, 512, full.Probes)
+	require.NoError(t, err)
+	assert.True(t, enough.Exact, "as many probes as the exact search needs")
+	assert.Equal(t, full.Capacity, enough.Capacity)
+}
+
 func TestMeasureOOMAtCapacity(t *testing.T) {
 	p := build(t, "i 0", "a 0 12582912 0", "f 0", "i 1", "a 1 14680064 0", "a 2 4194304 0")
 	rep, err := Measure(p, spec(t, "direct"), MeasureOptions{Capacity: 16 * units.MiB})

@@ -52,10 +52,10 @@ type Study struct {
 	Workloads  []Workload // Ranks and Me are set per run
 	WorldSizes []int
 	Allocators []bench.Spec
-	MaxRanks   int           // measure at most this many ranks per world size (spread evenly, first and last included); 0 = all
-	Workers    int           // parallel replays (default 1)
-	TimeLimit  time.Duration // per minimum-capacity bisection; 0 = none
-	TraceDir   string        // when set, every generated trace is also written there (see TraceFile)
+	MaxRanks   int    // measure at most this many ranks per world size (spread evenly, first and last included); 0 = all
+	Workers    int    // parallel replays (default 1)
+	MaxProbes  int    // halving replays per minimum-capacity bisection (bench.MeasureOptions.MaxProbes); 0 = to the step
+	TraceDir   string // when set, every generated trace is also written there (see TraceFile)
 	Logger     *slog.Logger
 }
 
@@ -71,7 +71,7 @@ type Row struct {
 	Fragmentation      float64 `json:"fragmentation"`        // largest per-rank 1 - active/reserved
 	MinCapacity        uint64  `json:"min_capacity"`         // largest per-rank smallest device that fits
 	CapacityOverActive float64 `json:"capacity_over_active"` // largest per-rank min capacity / peak active
-	Exact              bool    `json:"min_capacity_exact"`   // every bisection finished within the time limit
+	Exact              bool    `json:"min_capacity_exact"`   // every bisection reached the step (within MaxProbes)
 	SteadyDriverCalls  float64 `json:"steady_driver_calls_per_iter"`
 
 	Breakdown Breakdown `json:"breakdown"` // rank 0's persistent state
@@ -176,7 +176,7 @@ func (s Study) measure(jobs []job, log *slog.Logger) ([]bench.Report, error) {
 			for i := range next {
 				j := jobs[i]
 				start := time.Now()
-				reports[i], errs[i] = bench.Measure(j.p, j.spec, bench.MeasureOptions{MinCapacity: true, TimeLimit: s.TimeLimit})
+				reports[i], errs[i] = bench.Measure(j.p, j.spec, bench.MeasureOptions{MinCapacity: true, MaxProbes: s.MaxProbes})
 				log.Info("shardsim: measured", "trace", j.p.Name, "allocator", j.spec.Name, "took", time.Since(start).Round(time.Millisecond))
 			}
 		}()

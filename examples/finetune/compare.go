@@ -5,7 +5,6 @@ import (
 	"image/color"
 	"io"
 	"text/tabwriter"
-	"time"
 
 	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/bench"
@@ -41,7 +40,7 @@ func compare(out io.Writer, workload string, t *trace.Trace, granularity uint64,
 		}
 		if err == nil {
 			var rep bench.Report
-			rep, err = bench.Measure(p, spec, bench.MeasureOptions{MinCapacity: true, Step: granularity, TimeLimit: 20 * time.Second, Series: 1000})
+			rep, err = bench.Measure(p, spec, bench.MeasureOptions{MinCapacity: true, Step: granularity, Series: 1000})
 			if err == nil {
 				reports = append(reports, rep)
 				minCap, ratio := "-", "-"

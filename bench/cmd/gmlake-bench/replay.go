@@ -23,7 +23,7 @@ type replayCmd struct {
 	Allocators   []string      `default:"gmlake,gorgonia,caching,direct" sep:"," help:"Allocators to run (${default}; also gmlake-unmarked: gmlake not told where iterations begin)."`
 	MinCapacity  bool          `help:"Bisect the smallest capacity that replays without out-of-memory."`
 	Step         units.Bytes   `default:"2MiB" help:"Resolution of the capacity bisection."`
-	TimeLimit    time.Duration `default:"5m" help:"Longest one bisection may take; past it the bound found so far is reported."`
+	MaxProbes    int           `name:"max-probes" default:"0" help:"Halving replays per bisection; past them the bound found so far is reported, marked <= (0: bisect to --step)."`
 	Capacity     units.Bytes   `help:"Also replay under this capacity (e.g. 40GiB) and report out-of-memory."`
 	JSON         bool          `name:"json" help:"One JSON object per line per (trace, allocator)."`
 	Plot         string        `type:"path" placeholder:"DIR" help:"Write a PNG per trace of active and reserved bytes over the trace."`
@@ -128,7 +128,7 @@ func (c *replayCmd) measureAll(traces []*bench.Prepared, specs []bench.Spec) ([]
 		progressbar.OptionSetVisibility(!c.Quiet && progress.OnTerminal(os.Stderr)), progressbar.OptionShowCount(),
 		progressbar.OptionSetDescription("replaying"), progressbar.OptionClearOnFinish(),
 		progressbar.OptionThrottle(100*time.Millisecond))
-	opts := bench.MeasureOptions{MinCapacity: c.MinCapacity, Step: uint64(c.Step), TimeLimit: c.TimeLimit,
+	opts := bench.MeasureOptions{MinCapacity: c.MinCapacity, Step: uint64(c.Step), MaxProbes: c.MaxProbes,
 		Capacity: uint64(c.Capacity), Repeat: c.Repeat}
 	if c.Plot != "" {
 		opts.Series = 2000

@@ -45,19 +45,19 @@ import (
 )
 
 type cli struct {
-	Traces      []string      `arg:"" optional:"" help:"Trace files (default: every *.trace.gz in --dir)."`
-	Dir         string        `default:".gpu/traces" help:"Folder of traces to replay when none are named."`
-	Allocators  []string      `default:"gmlake,gorgonia,direct" help:"Allocators to replay on the GPU."`
-	SimOnly     bool          `help:"Run only the simulated replays and the bisection (no GPU needed)."`
-	Sim         string        `help:"JSON lines of an earlier --sim-only run: minimum capacities are taken from there."`
-	JSON        string        `help:"Write JSON lines here (default: standard output)."`
-	Markdown    string        `help:"Write the markdown table here (it is also printed to standard error)."`
-	DirectLimit time.Duration `default:"30s" help:"Stop each direct cuMemAlloc replay after this long."`
-	BisectLimit time.Duration `default:"120s" help:"Stop each bisection after this long (the bound so far is reported)."`
-	Below       bool          `default:"true" negatable:"" help:"Also replay on the GPU 2 MiB below the minimum capacity (expects out-of-memory)."`
-	Bisect      bool          `default:"true" negatable:"" help:"Bisect the engine's minimum capacity on the simulator (unless --sim has it) and replay at it on the GPU; --no-bisect replays without a limit only."`
-	Steps       []string      `sep:"," placeholder:"FILE,..." help:"PyTorch's training step per trace (pytorch-steps.jsonl): the markdown then judges the measured driver time against it."`
-	Repeat      int           `default:"1" help:"With N > 1, also replay gmlake (GPU and simulator, no capacity limit) over the iterations repeated N times in a row; the last repetition is reported on its own."`
+	Traces       []string      `arg:"" optional:"" help:"Trace files (default: every *.trace.gz in --dir)."`
+	Dir          string        `default:".gpu/traces" help:"Folder of traces to replay when none are named."`
+	Allocators   []string      `default:"gmlake,gorgonia,direct" help:"Allocators to replay on the GPU."`
+	SimOnly      bool          `help:"Run only the simulated replays and the bisection (no GPU needed)."`
+	Sim          string        `help:"JSON lines of an earlier --sim-only run: minimum capacities are taken from there."`
+	JSON         string        `help:"Write JSON lines here (default: standard output)."`
+	Markdown     string        `help:"Write the markdown table here (it is also printed to standard error)."`
+	DirectLimit  time.Duration `default:"30s" help:"Stop each direct cuMemAlloc replay after this long."`
+	BisectProbes int           `name:"bisect-probes" default:"0" help:"Halving replays per bisection; past them the bound so far is reported, not exact (0: bisect to 2 MiB)."`
+	Below        bool          `default:"true" negatable:"" help:"Also replay on the GPU 2 MiB below the minimum capacity (expects out-of-memory)."`
+	Bisect       bool          `default:"true" negatable:"" help:"Bisect the engine's minimum capacity on the simulator (unless --sim has it) and replay at it on the GPU; --no-bisect replays without a limit only."`
+	Steps        []string      `sep:"," placeholder:"FILE,..." help:"PyTorch's training step per trace (pytorch-steps.jsonl): the markdown then judges the measured driver time against it."`
+	Repeat       int           `default:"1" help:"With N > 1, also replay gmlake (GPU and simulator, no capacity limit) over the iterations repeated N times in a row; the last repetition is reported on its own."`
 }
 
 func main() {

@@ -67,7 +67,7 @@ func (c *cli) simRuns(p *prepared, prior map[string]record, device uint64, log i
 			b.Allocator, b.Run = "gmlake", "bisect"
 			b.PeakActive, b.PeakReserved = rec.PeakActive, rec.PeakReserved
 			bis, err := bench.MinCapacity(p.bench, bench.Spec{Name: "gmlake", New: simGMLake},
-				rec.PeakActive, rec.PeakReserved, granularity, c.BisectLimit)
+				rec.PeakActive, rec.PeakReserved, granularity, c.BisectProbes)
 			b.setError(err)
 			b.MinCapacity, b.MinCapacityExact = bis.Capacity, bis.Exact
 			b.CapacityOverActive = float64(bis.Capacity) / float64(max(rec.PeakActive, 1))

@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -27,22 +26,22 @@ import (
 )
 
 type cli struct {
-	Workload   []string      `name:"workload" default:"opt-1.3b:full:1:ckpt,opt-1.3b:full:2:ckpt,opt-1.3b:full:3:ckpt,opt-1.3b:full:2,gpt2-xl:full:2:ckpt,opt-1.3b:full:3:ckpt:overlap,llama-7b:full:3:ckpt,llama-7b:full:3:ckpt:overlap,llama-7b:lora:2:ckpt,llama-7b:lora:3:ckpt" help:"PRESET:full|lora:STAGE[:ckpt][:overlap] (repeatable or comma-separated)."`
-	Ranks      []int         `default:"1,2,4,8,16" help:"World sizes N."`
-	Zero       []int         `name:"zero" help:"Run every workload at each of these ZeRO stages (1, 2, 3) instead of the stage it names."`
-	Allocators []string      `default:"gmlake,gorgonia,caching" help:"Simulated allocators (see gmlake-bench)."`
-	MaxRanks   int           `name:"max-ranks" default:"0" help:"Measure at most this many ranks per world size, spread evenly (0: all)."`
-	MicroBatch int           `name:"micro-batch" default:"4" help:"Sequences per rank per step."`
-	SeqMin     int           `name:"seq-min" default:"256" help:"Shortest padded sequence length."`
-	SeqMax     int           `name:"seq-max" default:"1024" help:"Longest padded sequence length (capped at the model's positions)."`
-	Steps      int           `default:"8" help:"Training steps per trace."`
-	Seed       uint64        `default:"1" help:"Seed of the sequence lengths (each rank draws its own)."`
-	Workers    int           `default:"0" help:"Parallel replays (0: one per CPU)."`
-	TimeLimit  time.Duration `name:"time-limit" default:"60s" help:"Limit of each minimum-capacity bisection."`
-	Markdown   string        `type:"path" help:"Write the tables to this file."`
-	Traces     string        `name:"write-traces" type:"path" help:"Also write every rank's trace into this folder (for gmlake-bench or gpu-replay)."`
-	Quiet      bool          `help:"No JSON lines on stdout."`
-	Verbose    bool          `help:"Log every replay on stderr."`
+	Workload   []string `name:"workload" default:"opt-1.3b:full:1:ckpt,opt-1.3b:full:2:ckpt,opt-1.3b:full:3:ckpt,opt-1.3b:full:2,gpt2-xl:full:2:ckpt,opt-1.3b:full:3:ckpt:overlap,llama-7b:full:3:ckpt,llama-7b:full:3:ckpt:overlap,llama-7b:lora:2:ckpt,llama-7b:lora:3:ckpt" help:"PRESET:full|lora:STAGE[:ckpt][:overlap] (repeatable or comma-separated)."`
+	Ranks      []int    `default:"1,2,4,8,16" help:"World sizes N."`
+	Zero       []int    `name:"zero" help:"Run every workload at each of these ZeRO stages (1, 2, 3) instead of the stage it names."`
+	Allocators []string `default:"gmlake,gorgonia,caching" help:"Simulated allocators (see gmlake-bench)."`
+	MaxRanks   int      `name:"max-ranks" default:"0" help:"Measure at most this many ranks per world size, spread evenly (0: all)."`
+	MicroBatch int      `name:"micro-batch" default:"4" help:"Sequences per rank per step."`
+	SeqMin     int      `name:"seq-min" default:"256" help:"Shortest padded sequence length."`
+	SeqMax     int      `name:"seq-max" default:"1024" help:"Longest padded sequence length (capped at the model's positions)."`
+	Steps      int      `default:"8" help:"Training steps per trace."`
+	Seed       uint64   `default:"1" help:"Seed of the sequence lengths (each rank draws its own)."`
+	Workers    int      `default:"0" help:"Parallel replays (0: one per CPU)."`
+	MaxProbes  int      `name:"max-probes" default:"0" help:"Halving replays per minimum-capacity bisection; past them the bound found so far is reported, marked ≤ (0: bisect to 2 MiB)."`
+	Markdown   string   `type:"path" help:"Write the tables to this file."`
+	Traces     string   `name:"write-traces" type:"path" help:"Also write every rank's trace into this folder (for gmlake-bench or gpu-replay)."`
+	Quiet      bool     `help:"No JSON lines on stdout."`
+	Verbose    bool     `help:"Log every replay on stderr."`
 }
 
 func main() {
@@ -56,7 +55,7 @@ func main() {
 }
 
 func (c *cli) study(progress io.Writer) (shardsim.Study, error) {
-	st := shardsim.Study{WorldSizes: c.Ranks, MaxRanks: c.MaxRanks, Workers: c.Workers, TimeLimit: c.TimeLimit,
+	st := shardsim.Study{WorldSizes: c.Ranks, MaxRanks: c.MaxRanks, Workers: c.Workers, MaxProbes: c.MaxProbes,
 		TraceDir: c.Traces}
 	if st.Workers == 0 {
 		st.Workers = runtime.NumCPU()
