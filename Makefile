@@ -15,11 +15,16 @@ test: vet race fuzz-short
 vet:
 	$(GO) vet $(PKGS)
 
-# The soak replays are sequential and run without -race (which would only slow them ~10x), as in
-# `make reliability`; everything else runs under -race.
+# Every package runs under -race with -short. -short leaves out (or shrinks) the long sequential
+# programs: trace replays, the fault sweep over a trace prefix, the longest random programs. They
+# drive the engine from one goroutine (it starts none), where the race detector finds nothing and
+# costs ~10x. The soak replays (sequential too) are skipped there. Then the packages whose tests
+# consult testing.Short() run again without -race at full size, soak included, as in
+# `make reliability`.
+LONG_PKGS := $(sort $(patsubst %/,%,$(dir $(shell grep -rl --include='*_test.go' 'testing.Short()' .))))
 race:
-	$(GO) test -race -count=1 -timeout 60m -skip 'TestSoak' $(PKGS)
-	$(GO) test -count=1 -timeout 30m -run 'TestSoak' ./reliability
+	$(GO) test -race -short -count=1 -timeout 30m -skip 'TestSoak' $(PKGS)
+	$(GO) test -count=1 -timeout 30m $(LONG_PKGS)
 
 # Each fuzz target runs briefly; `make fuzz-long` (reliability) runs them for real.
 fuzz-short:

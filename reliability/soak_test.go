@@ -27,8 +27,8 @@ const soakWarmupReps = 2
 // GMLAKE_SOAK_ITERS=n for 1000): stitched blocks within the default budget at every iteration;
 // every block's physical bytes claimed in the shadow map; Check and the
 // accounting cross-check at every repetition's end; nothing left in the driver after Close. Under
-// -race (CI's `make race`) only the three shortest traces: the soak is sequential, so the race
-// detector adds nothing to it but time (`make reliability` soaks every trace without it).
+// -race only the three shortest traces: the soak is sequential, so the race detector adds nothing
+// to it but time (`make test` and `make reliability` soak every trace without it).
 func TestSoak(t *testing.T) {
 	iterations := envInt(t, "GMLAKE_SOAK_ITERS", 20)
 	if long() {

@@ -190,6 +190,9 @@ func iterationPeaks(tr *trace.Trace) []uint64 {
 // an iteration whose live bytes never exceed what an earlier iteration reached makes no driver
 // call at all. (An iteration that needs more memory than ever before must get it from the driver.)
 func TestSteadyStateNoDriverCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
 	for _, name := range []string{"llama7b-lora-ckpt-off.trace.gz", "neox20b-lora-ckpt.trace.gz"} {
 		t.Run(name, func(t *testing.T) {
 			tr := tracetest.Load(t, name)

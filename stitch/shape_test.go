@@ -20,6 +20,9 @@ import (
 // away from remembered places (pageaway.go), whose growth makes 16 pages at once, the first trace's
 // marked figure is 0.0099 (unmarked 0.0123).
 func TestNewShapesLaidOutFromCoalescedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
 	for _, tc := range []struct {
 		path  string
 		below float64
