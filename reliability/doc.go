@@ -85,8 +85,8 @@
 //     if its bug comes back. Nothing in the suite skips or logs a known defect.
 //
 // Tests that need the shared traces skip without them, except in CI (CI=true), where they fail.
-// With -short (make test's -race run) the long sequential parts are left out: the fault sweep over
-// the trace prefix and TestMarkedRunOfManyShapes. They run in one goroutine, where the race detector
+// With -short (make test's -race run) the long sequential parts are left out: the fault sweeps
+// over shaped iterations and the trace prefix, and TestMarkedRunOfManyShapes. They run in one goroutine, where the race detector
 // finds nothing and costs ~10x; make test runs the package again without -race at full size.
 // The mutation check (cmd/mutants, `make mutants`) proves the suites can fail: each of its listed
 // bugs, applied alone, must make its named tests fail.

@@ -35,11 +35,15 @@ func faultWorkloads(t *testing.T) []faultWorkload {
 		{"stitch-heavy/close-busy", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(3)}}, untilReset(StitchHeavy(simG)), false},
 		// MarkIteration: at arbitrary places, and in a run of recurring shapes whose memos are followed.
 		{"stitch-heavy/marked", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(1)}}, WithMarks(StitchHeavy(simG), 5), true},
-		{"shaped-iterations/marked", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(1)}}, ShapedIterations(simG), true},
 	}
-	// The sweep over a trace prefix is the longest part (minutes under -race, which adds nothing to
-	// this one goroutine): -short leaves it out (make test runs it again without -race, full size).
-	if (tracetest.DirOrEmpty() != "" || tracetest.InCI()) && !testing.Short() { // in CI, absent traces fail the test
+	// The sweeps over shaped iterations and a trace prefix are the longest (minutes under -race,
+	// which finds nothing in this one goroutine): -short leaves them out (make test runs them
+	// again without -race).
+	if testing.Short() {
+		return ws
+	}
+	ws = append(ws, faultWorkload{"shaped-iterations/marked", Config{Capacity: 256 * simG, SimOptions: []sim.Option{sim.WithEventDelay(1)}}, ShapedIterations(simG), true})
+	if tracetest.DirOrEmpty() != "" || tracetest.InCI() { // in CI, absent traces fail the test
 		// 150 events: weights and the first activations, all new chunks. 2000 (GMLAKE_LONG=1) reach
 		// into the first iterations: exact reuse, splits and 25 stitches, 440 maps.
 		n := envInt(t, "GMLAKE_FAULT_PREFIX", 150)

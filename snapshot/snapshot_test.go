@@ -18,29 +18,56 @@ import (
 	"github.com/gmlake/gmlake/trace"
 )
 
-// replayRecorded replays a trace through the engine over a Recorder and returns both.
-func replayRecorded(t *testing.T, path string, opts ...stitch.Option) (*snapshot.Recorder, *baseline.GMLake, *trace.Trace) {
+// Traces the snapshot tests replay. The GPT-2-XL one is long under -race, which finds nothing in
+// this one goroutine: -short replays the two-stream one only (make test runs the package again
+// without -race).
+var (
+	gpuTrainTrace   = filepath.Join("..", "stitch", "testdata", "gpt2xl-lora-h200-gpu-train.trace.gz")
+	twoStreamsTrace = filepath.Join("..", "stitch", "testdata", "two-streams.trace.gz")
+)
+
+func snapshotTraces() []string {
+	if testing.Short() {
+		return []string{twoStreamsTrace}
+	}
+	return []string{gpuTrainTrace, twoStreamsTrace}
+}
+
+// recordedRun is a trace replayed through the engine over a Recorder.
+type recordedRun struct {
+	rec *snapshot.Recorder
+	g   *baseline.GMLake
+	tr  *trace.Trace
+}
+
+// recordedRuns keeps the replays by path: the tests that share one only read it.
+var recordedRuns = map[string]recordedRun{}
+
+// replayRecorded replays a trace through the engine over a Recorder (once per path for all tests)
+// and returns both.
+func replayRecorded(t *testing.T, path string) (*snapshot.Recorder, *baseline.GMLake, *trace.Trace) {
 	t.Helper()
+	if r, ok := recordedRuns[path]; ok {
+		return r.rec, r.g, r.tr
+	}
 	tr, err := bench.Load(path)
 	require.NoError(t, err)
 	p, err := bench.Prepare(filepath.Base(path), tr)
 	require.NoError(t, err)
 	rec := snapshot.NewRecorder(sim.New(sim.WithGranularity(2 << 20)))
-	g, err := baseline.NewGMLake(rec, opts...)
+	g, err := baseline.NewGMLake(rec)
 	require.NoError(t, err)
 	run, err := bench.Replay(p, rec.Record(g), 0)
 	require.NoError(t, err)
 	require.Nil(t, run.OOM)
+	recordedRuns[path] = recordedRun{rec, g, tr}
 	return rec, g, tr
 }
 
 // The snapshot's figures are the engine's: the arena segments add up to the reserved bytes, the
 // active blocks' requested sizes to the live bytes, and stitched views appear as segments.
 func TestSnapshotAgreesWithStats(t *testing.T) {
-	for _, path := range []string{
-		filepath.Join("..", "stitch", "testdata", "gpt2xl-lora-h200-gpu-train.trace.gz"),
-		filepath.Join("..", "stitch", "testdata", "two-streams.trace.gz"),
-	} {
+	for _, path := range snapshotTraces() {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			rec, g, _ := replayRecorded(t, path)
 			st := g.Engine().Stats()
@@ -66,8 +93,8 @@ func TestSnapshotAgreesWithStats(t *testing.T) {
 // Write, then read back: PyTorch's pickle layout as the project's reader (bench.ReadSnapshot) and a
 // generic unpickler see it.
 func TestSnapshotRoundTrip(t *testing.T) {
-	path := filepath.Join("..", "stitch", "testdata", "gpt2xl-lora-h200-gpu-train.trace.gz")
-	rec, g, tr := replayRecorded(t, path)
+	traces := snapshotTraces()
+	rec, g, tr := replayRecorded(t, traces[0])
 	var buf bytes.Buffer
 	require.NoError(t, snapshot.Write(&buf, rec.Snapshot()))
 

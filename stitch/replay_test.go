@@ -216,6 +216,9 @@ func TestSteadyStateNoDriverCalls(t *testing.T) {
 // TestRepeatedIterationConverges repeats one real iteration (its exact allocation script) and
 // requires the engine to settle: after a few repetitions, no driver call at all.
 func TestRepeatedIterationConverges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
 	tr := tracetest.Load(t, "opt1.3b-lora-ckpt.trace.gz")
 	res := replay(t, periodic(tr, 2, 10), 0, 0)
 	require.NoError(t, res.oom)
@@ -287,6 +290,9 @@ func TestMeasure(t *testing.T) {
 // either stream must serve the other once its event has completed, so reserved memory stays at
 // the live peak with no capacity limit.
 func TestSecondStreamMemoryIsReused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
 	tr, err := trace.ReadFile(filepath.Join("testdata", "two-streams.trace.gz"))
 	require.NoError(t, err)
 	res := replay(t, tr, 0, 500)
@@ -334,6 +340,9 @@ func TestPeriodicTracesConverge(t *testing.T) {
 // once a loop repeats itself: a fixed-shape loop (iteration 3 of a ViT-B/16 and of a GPT-2-XL LoRA
 // trace, both recorded on an H200, repeated) makes no call from its fourth repetition.
 func TestUnmarkedLoopSettles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
 	for _, path := range []string{
 		filepath.Join("..", "testdata", "heldout", "vitb16-fixed-full.trace.gz"),
 		filepath.Join("testdata", "gpt2xl-lora-h200-gpu-train.trace.gz"),

@@ -8,9 +8,10 @@
 // bring the mutant along), when a mutant does not compile, and when a named test does not pass, or
 // runs no test at all, on the unmutated tree.
 //
-//	go run ./reliability/cmd/mutants [-fast] [-run REGEXP] [-list FILE] [-timeout 5m] [-v]
+//	go run ./reliability/cmd/mutants [-fast] [-run REGEXP] [-list FILE] [-timeout 5m] [-p N] [-v]
 //
-// -fast runs the mutants marked fast (CI's subset); `make mutants` runs them all.
+// -fast runs the mutants marked fast (CI's subset); `make mutants` runs them all. -p mutants run at
+// once (default GOMAXPROCS); the report keeps the list's order.
 package main
 
 import (
@@ -23,7 +24,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,15 +38,16 @@ func main() {
 		run     = flag.String("run", "", "only the mutants whose name matches this regular expression")
 		timeout = flag.Duration("timeout", 5*time.Minute, "limit for one test run")
 		verbose = flag.Bool("v", false, "print the output of every test run")
+		par     = flag.Int("p", runtime.GOMAXPROCS(0), "mutants run at once")
 	)
 	flag.Parse()
-	if err := mainErr(*list, *fast, *run, *timeout, *verbose); err != nil {
+	if err := mainErr(*list, *fast, *run, *timeout, *verbose, *par); err != nil {
 		fmt.Fprintln(os.Stderr, "mutants:", err)
 		os.Exit(1)
 	}
 }
 
-func mainErr(list string, fast bool, run string, timeout time.Duration, verbose bool) error {
+func mainErr(list string, fast bool, run string, timeout time.Duration, verbose bool, parallel int) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
@@ -90,7 +95,7 @@ func mainErr(list string, fast bool, run string, timeout time.Duration, verbose 
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	r := &runner{root: root, tmp: tmp, timeout: timeout, verbose: verbose}
+	r := &runner{root: root, tmp: tmp, timeout: timeout, verbose: verbose, parallel: parallel}
 	return r.runAll(ms, len(all))
 }
 
@@ -111,7 +116,9 @@ type runner struct {
 	root, tmp string
 	timeout   time.Duration
 	verbose   bool
-	built     int
+	parallel  int
+	built     atomic.Int64
+	outMu     sync.Mutex // serializes the verbose test output
 }
 
 // outcome of one test run.
@@ -122,54 +129,59 @@ type outcome struct {
 	out    []byte
 }
 
+// verdict is what became of one mutant.
+type verdict struct {
+	killer string // "" when it survived
+	took   time.Duration
+	err    error
+}
+
 func (r *runner) runAll(ms []Mutant, listed int) error {
 	start := time.Now()
-	// The targets must pass on the tree as it is, or a failure under a mutant means nothing.
-	seen := map[Target]bool{}
-	for _, m := range ms {
-		for _, tg := range m.Tests {
-			if seen[tg] {
-				continue
-			}
-			seen[tg] = true
-			o, err := r.test(tg, "")
-			if err != nil {
-				return fmt.Errorf("unmutated %s -run %q: %w", tg.Pkg, tg.Run, err)
-			}
-			if !o.passed || !o.ran {
-				os.Stderr.Write(o.out)
-				return fmt.Errorf("unmutated %s -run %q: passed=%v ran a test=%v: fix the tree or the list first", tg.Pkg, tg.Run, o.passed, o.ran)
-			}
-		}
+	if err := r.checkUnmutated(ms); err != nil {
+		return err
 	}
+	// The mutants run in parallel (each builds its own test binaries, so the builds of one overlap
+	// the links and test runs of another); the report keeps the list's order.
+	verdicts := make([]chan verdict, len(ms))
+	for i := range verdicts {
+		verdicts[i] = make(chan verdict, 1)
+	}
+	work, stop := make(chan int), make(chan struct{})
+	var wg sync.WaitGroup
+	for range max(1, r.parallel) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				verdicts[i] <- r.mutant(ms[i])
+			}
+		}()
+	}
+	go func() {
+		defer close(work)
+		for i := range ms {
+			select {
+			case work <- i:
+			case <-stop: // an error: no new mutant starts
+				return
+			}
+		}
+	}()
+	defer wg.Wait()
 	var survivors []string
-	for _, m := range ms {
-		t0 := time.Now()
-		overlay, err := r.overlay(m)
-		if err != nil {
-			return err
-		}
-		killer := ""
-		for _, tg := range m.Tests {
-			o, err := r.test(tg, overlay)
-			if err != nil {
-				return fmt.Errorf("mutant %s: %w", m.Name, err)
-			}
-			if !o.passed {
-				killer = fmt.Sprintf("%s %s", tg.Pkg, strings.Join(topLevel(o.failed), ","))
-				if len(o.failed) == 0 {
-					killer = fmt.Sprintf("%s -run %q (no test named: crash or timeout)", tg.Pkg, tg.Run)
-				}
-				break
-			}
-		}
-		d := time.Since(t0).Round(time.Second)
-		if killer == "" {
+	for i, m := range ms {
+		v := <-verdicts[i]
+		switch {
+		case v.err != nil:
+			close(stop)
+			return fmt.Errorf("mutant %s: %w", m.Name, v.err)
+		case v.killer == "":
 			survivors = append(survivors, m.Name)
-			fmt.Printf("SURVIVED %-40s %6s  %s (%s)\n", m.Name, d, m.File, m.Why)
-			continue
+			fmt.Printf("SURVIVED %-40s %6s  %s (%s)\n", m.Name, v.took.Round(time.Second), m.File, m.Why)
+		default:
+			fmt.Printf("killed   %-40s %6s  by %s\n", m.Name, v.took.Round(time.Second), v.killer)
 		}
-		fmt.Printf("killed   %-40s %6s  by %s\n", m.Name, d, killer)
 	}
 	fmt.Printf("mutants: %d run of %d listed, %d killed, %d survived (%s)\n", len(ms), listed,
 		len(ms)-len(survivors), len(survivors), time.Since(start).Round(time.Second))
@@ -179,6 +191,83 @@ func (r *runner) runAll(ms []Mutant, listed int) error {
 		return fmt.Errorf("%d mutants survived: %s", len(survivors), strings.Join(survivors, ", "))
 	}
 	return nil
+}
+
+// checkUnmutated runs every target of ms on the tree as it is: each must pass, or a failure under
+// a mutant means nothing. Each package is built once for all its targets.
+func (r *runner) checkUnmutated(ms []Mutant) error {
+	var pkgs []string
+	targets := map[string][]Target{}
+	seen := map[Target]bool{}
+	for _, m := range ms {
+		for _, tg := range m.Tests {
+			if seen[tg] {
+				continue
+			}
+			seen[tg] = true
+			if targets[tg.Pkg] == nil {
+				pkgs = append(pkgs, tg.Pkg)
+			}
+			targets[tg.Pkg] = append(targets[tg.Pkg], tg)
+		}
+	}
+	for _, pkg := range pkgs {
+		bin, err := r.build(pkg, "")
+		if err != nil {
+			return fmt.Errorf("unmutated %s: %w", pkg, err)
+		}
+		for _, tg := range targets[pkg] {
+			o, err := r.run(bin, tg)
+			if err != nil {
+				os.Remove(bin)
+				return fmt.Errorf("unmutated %s -run %q: %w", tg.Pkg, tg.Run, err)
+			}
+			if !o.passed || !o.ran {
+				os.Remove(bin)
+				os.Stderr.Write(o.out)
+				return fmt.Errorf("unmutated %s -run %q: passed=%v ran a test=%v: fix the tree or the list first", tg.Pkg, tg.Run, o.passed, o.ran)
+			}
+		}
+		os.Remove(bin)
+	}
+	return nil
+}
+
+// mutant applies m on an overlay and runs its targets until one fails (the killer); a package
+// named by several targets is built once.
+func (r *runner) mutant(m Mutant) verdict {
+	t0 := time.Now()
+	overlay, err := r.overlay(m)
+	if err != nil {
+		return verdict{err: err}
+	}
+	bins := map[string]string{}
+	defer func() {
+		for _, bin := range bins {
+			os.Remove(bin)
+		}
+	}()
+	for _, tg := range m.Tests {
+		bin, ok := bins[tg.Pkg]
+		if !ok {
+			if bin, err = r.build(tg.Pkg, overlay); err != nil {
+				return verdict{err: err}
+			}
+			bins[tg.Pkg] = bin
+		}
+		o, err := r.run(bin, tg)
+		if err != nil {
+			return verdict{err: err}
+		}
+		if !o.passed {
+			killer := fmt.Sprintf("%s %s", tg.Pkg, strings.Join(topLevel(o.failed), ","))
+			if len(o.failed) == 0 {
+				killer = fmt.Sprintf("%s -run %q (no test named: crash or timeout)", tg.Pkg, tg.Run)
+			}
+			return verdict{killer: killer, took: time.Since(t0)}
+		}
+	}
+	return verdict{took: time.Since(t0)}
 }
 
 // overlay writes m's mutated file and the overlay file naming it; it returns the overlay's path.
@@ -210,24 +299,28 @@ func (r *runner) overlay(m Mutant) (string, error) {
 
 var failRE = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
 
-// test builds tg's package (with overlay, unless "") and runs the tests matching tg.Run, verbosely,
-// in the package's directory as go test does. A build failure is an error: a mutant must compile.
-func (r *runner) test(tg Target, overlay string) (outcome, error) {
-	r.built++
-	bin := filepath.Join(r.tmp, fmt.Sprintf("t%d.test", r.built))
+// build builds pkg's test binary (with overlay, unless "") and returns its path. A build failure is
+// an error: a mutant must compile.
+func (r *runner) build(pkg, overlay string) (string, error) {
+	bin := filepath.Join(r.tmp, fmt.Sprintf("t%d.test", r.built.Add(1)))
 	args := []string{"test", "-c", "-o", bin}
 	if overlay != "" {
 		args = append(args, "-overlay", overlay)
 	}
-	build := exec.Command("go", append(args, tg.Pkg)...)
+	build := exec.Command("go", append(args, pkg)...)
 	build.Dir = r.root
 	if out, err := build.CombinedOutput(); err != nil {
-		return outcome{}, fmt.Errorf("build %s: %w\n%s", tg.Pkg, err, out)
+		return "", fmt.Errorf("build %s: %w\n%s", pkg, err, out)
 	}
-	defer os.Remove(bin)
 	if _, err := os.Stat(bin); err != nil {
-		return outcome{}, fmt.Errorf("%s has no tests", tg.Pkg)
+		return "", fmt.Errorf("%s has no tests", pkg)
 	}
+	return bin, nil
+}
+
+// run runs the tests of bin (tg's package) matching tg.Run, verbosely, in the package's directory
+// as go test does.
+func (r *runner) run(bin string, tg Target) (outcome, error) {
 	cmd := exec.Command(bin, "-test.run", tg.Run, "-test.count", "1", "-test.v",
 		"-test.timeout", r.timeout.String())
 	cmd.Dir = filepath.Join(r.root, tg.Pkg)
@@ -243,7 +336,9 @@ func (r *runner) test(tg Target, overlay string) (outcome, error) {
 		o.failed = append(o.failed, string(m[1]))
 	}
 	if r.verbose {
+		r.outMu.Lock()
 		os.Stdout.Write(o.out)
+		r.outMu.Unlock()
 	}
 	return o, nil
 }
