@@ -3,6 +3,7 @@ package baseline
 import (
 	"fmt"
 
+	"github.com/gmlake/gmlake/internal/treap"
 	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
 )
@@ -25,11 +26,11 @@ import (
 // events it waits on, CUDA graphs, expandable segments, and the OOM observers.
 type Caching struct {
 	dev      Device
-	limit    uint64                   // PyTorch's memory-fraction limit on reserved bytes; 0 = none
-	pools    map[cachePool]*treap     // free blocks: key (size, address)
-	live     map[uintptr]*cachedBlock // allocated blocks by address
-	reserved uint64                   // bytes in segments
-	calls    uint64                   // Device calls
+	limit    uint64                                  // PyTorch's memory-fraction limit on reserved bytes; 0 = none
+	pools    map[cachePool]*treap.Tree[*cachedBlock] // free blocks: key (size, address)
+	live     map[uintptr]*cachedBlock                // allocated blocks by address
+	reserved uint64                                  // bytes in segments
+	calls    uint64                                  // Device calls
 }
 
 // cachePool names a free list: one per stream and pool size class.
@@ -68,7 +69,7 @@ func WithLimit(bytes uint64) CachingOption { return func(c *Caching) { c.limit =
 
 // NewCaching returns an empty caching allocator over dev.
 func NewCaching(dev Device, opts ...CachingOption) *Caching {
-	c := &Caching{dev: dev, pools: make(map[cachePool]*treap), live: make(map[uintptr]*cachedBlock)}
+	c := &Caching{dev: dev, pools: make(map[cachePool]*treap.Tree[*cachedBlock]), live: make(map[uintptr]*cachedBlock)}
 	for _, o := range opts {
 		o(c)
 	}
@@ -92,10 +93,10 @@ func cacheSegmentSize(rounded uint64) uint64 {
 	return units.RoundUp(rounded, cacheRoundLarge)
 }
 
-func (c *Caching) freeList(p cachePool) *treap {
+func (c *Caching) freeList(p cachePool) *treap.Tree[*cachedBlock] {
 	t := c.pools[p]
 	if t == nil {
-		t = &treap{}
+		t = &treap.Tree[*cachedBlock]{}
 		c.pools[p] = t
 	}
 	return t
@@ -107,9 +108,9 @@ func (c *Caching) Alloc(size uint64, s stitch.Stream) (uintptr, error) {
 	pool := cachePool{stream: s, small: rounded <= cacheSmallSize}
 	free := c.freeList(pool)
 	var b *cachedBlock
-	if n := free.ceil(rounded, 0); n != nil {
-		b = n.ref.(*cachedBlock)
-		free.delete(b.size, uint64(b.ptr))
+	if n := free.Ceil(rounded, 0); n != nil {
+		b = n.Value
+		free.Delete(b.size, uint64(b.ptr))
 	} else {
 		var err error
 		if b, err = c.newSegment(rounded, pool); err != nil {
@@ -122,7 +123,7 @@ func (c *Caching) Alloc(size uint64, s stitch.Stream) (uintptr, error) {
 			b.next.prev = tail
 		}
 		b.next, b.size = tail, rounded
-		free.insert(tail.size, uint64(tail.ptr), 0, tail)
+		free.Insert(tail.size, uint64(tail.ptr), 0, tail)
 	}
 	b.allocated, b.requested = true, size
 	c.live[b.ptr] = b
@@ -162,8 +163,8 @@ func (c *Caching) malloc(size uint64) (uintptr, error) {
 func (c *Caching) releaseCached() {
 	for _, free := range c.pools {
 		var whole []*cachedBlock
-		free.each(func(n *treapNode) bool {
-			if b := n.ref.(*cachedBlock); b.prev == nil && b.next == nil {
+		free.Ascend(func(n *treap.Node[*cachedBlock]) bool {
+			if b := n.Value; b.prev == nil && b.next == nil {
 				whole = append(whole, b)
 			}
 			return true
@@ -173,7 +174,7 @@ func (c *Caching) releaseCached() {
 			if err := c.dev.Free(b.ptr); err != nil {
 				continue // the device keeps it; so do we
 			}
-			free.delete(b.size, uint64(b.ptr))
+			free.Delete(b.size, uint64(b.ptr))
 			c.reserved -= b.size
 		}
 	}
@@ -181,10 +182,12 @@ func (c *Caching) releaseCached() {
 
 func (c *Caching) largestFree(pool cachePool) (largest uint64, pieces int) {
 	for _, free := range c.pools {
-		pieces += free.len
+		pieces += free.Len()
 	}
-	if free := c.pools[pool]; free != nil && free.root != nil {
-		free.each(func(n *treapNode) bool { largest = max(largest, n.hi); return true })
+	if free := c.pools[pool]; free != nil {
+		if n := free.Max(); n != nil {
+			largest, _ = n.Key()
+		}
 	}
 	return largest, pieces
 }
@@ -202,20 +205,20 @@ func (c *Caching) Free(ptr uintptr, size uint64) error {
 	b.allocated, b.requested = false, 0
 	free := c.freeList(b.pool)
 	if p := b.prev; p != nil && !p.allocated {
-		free.delete(p.size, uint64(p.ptr))
+		free.Delete(p.size, uint64(p.ptr))
 		b.ptr, b.size, b.prev = p.ptr, b.size+p.size, p.prev
 		if b.prev != nil {
 			b.prev.next = b
 		}
 	}
 	if n := b.next; n != nil && !n.allocated {
-		free.delete(n.size, uint64(n.ptr))
+		free.Delete(n.size, uint64(n.ptr))
 		b.size, b.next = b.size+n.size, n.next
 		if b.next != nil {
 			b.next.prev = b
 		}
 	}
-	free.insert(b.size, uint64(b.ptr), 0, b)
+	free.Insert(b.size, uint64(b.ptr), 0, b)
 	return nil
 }
 

@@ -88,9 +88,9 @@ func TestCachingBestFitAndMerge(t *testing.T) {
 	assert.Equal(t, a+uintptr(3*units.MiB), b)
 	require.NoError(t, c.Free(a, 3*units.MiB))
 	require.NoError(t, c.Free(b, 3*units.MiB))
-	whole := c.pools[cachePool{}].ceil(30*units.MiB, 0)
+	whole := c.pools[cachePool{}].Ceil(30*units.MiB, 0)
 	require.NotNil(t, whole, "the pieces merged back into one 30 MiB block")
-	assert.Equal(t, big, whole.ref.(*cachedBlock).ptr)
+	assert.Equal(t, big, whole.Value.ptr)
 	assert.Equal(t, uint64(42*units.MiB), c.Reserved())
 	assert.Equal(t, uint64(2), c.DriverCalls())
 }

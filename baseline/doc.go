@@ -11,7 +11,7 @@
 //
 // The baselines draw memory from a Device: SimDevice (addresses only, for simulation) here,
 // cuMemAlloc/cuMemFree in the GPU tools. They count their own Device calls, so a Device need not.
-// FirstFit and Caching keep their free blocks in a treap (treap.go) ordered by address or by
+// FirstFit and Caching keep their free blocks in a treap (internal/treap) ordered by address or by
 // (size, address), so first fit and best fit both take O(log n).
 //
 // Package bench replays allocation traces through these allocators on simulated devices and adds

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/gmlake/gmlake/internal/treap"
 	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
 )
@@ -34,10 +35,10 @@ import (
 type FirstFit struct {
 	dev       Device
 	base      uintptr
-	arena     uint64            // arena size
-	free      treap             // free blocks: key (offset, 0), value size
-	used      map[uint64]uint64 // offset -> rounded size of each allocated block
-	highWater uint64            // largest end offset ever allocated
+	arena     uint64               // arena size
+	free      treap.Tree[struct{}] // free blocks: key (offset, 0), weight size
+	used      map[uint64]uint64    // offset -> rounded size of each allocated block
+	highWater uint64               // largest end offset ever allocated
 	calls     uint64
 }
 
@@ -58,7 +59,7 @@ func NewFirstFit(dev Device, arenaSize uint64) (*FirstFit, error) {
 		return nil, fmt.Errorf("gorgonia: arena: %w", err)
 	}
 	f.base = base
-	f.free.insert(0, 0, arenaSize, nil)
+	f.free.Insert(0, 0, arenaSize, struct{}{})
 	return f, nil
 }
 
@@ -70,19 +71,16 @@ func firstFitSize(size uint64) uint64 { return units.RoundUp(max(size, firstFitM
 // Alloc implements Allocator.
 func (f *FirstFit) Alloc(size uint64, _ stitch.Stream) (uintptr, error) {
 	n := firstFitSize(size)
-	b := f.free.firstValAtLeast(n)
+	b := f.free.FirstWeightAtLeast(n)
 	if b == nil {
-		var largest uint64
-		if f.free.root != nil {
-			largest = f.free.root.maxVal
-		}
 		return 0, &OutOfMemoryError{Allocator: f.Name(), Requested: size, Reserved: f.arena,
-			Capacity: f.arena, Largest: largest, Pieces: f.free.len}
+			Capacity: f.arena, Largest: f.free.MaxWeight(), Pieces: f.free.Len()}
 	}
-	off, blockSize := b.hi, b.val
-	f.free.delete(off, 0)
+	off, _ := b.Key()
+	blockSize := b.Weight()
+	f.free.Delete(off, 0)
 	if blockSize > n {
-		f.free.insert(off+n, 0, blockSize-n, nil)
+		f.free.Insert(off+n, 0, blockSize-n, struct{}{})
 	}
 	f.used[off] = n
 	f.highWater = max(f.highWater, off+n)
@@ -100,15 +98,19 @@ func (f *FirstFit) Free(ptr uintptr, size uint64) error {
 		return fmt.Errorf("gorgonia: free %#x of %d bytes, allocated %d: %w", ptr, size, n, ErrSizeMismatch)
 	}
 	delete(f.used, off)
-	if prev := f.free.floor(off, 0); prev != nil && prev.hi+prev.val == off {
-		off, n = prev.hi, n+prev.val
-		f.free.delete(prev.hi, 0)
+	if prev := f.free.Floor(off, 0); prev != nil {
+		if start, _ := prev.Key(); start+prev.Weight() == off {
+			off, n = start, n+prev.Weight()
+			f.free.Delete(start, 0)
+		}
 	}
-	if next := f.free.ceil(off+n, 0); next != nil && next.hi == off+n {
-		n += next.val
-		f.free.delete(next.hi, 0)
+	if next := f.free.Ceil(off+n, 0); next != nil {
+		if start, _ := next.Key(); start == off+n {
+			n += next.Weight()
+			f.free.Delete(start, 0)
+		}
 	}
-	f.free.insert(off, 0, n, nil)
+	f.free.Insert(off, 0, n, struct{}{})
 	return nil
 }
 
@@ -139,9 +141,10 @@ func (f *FirstFit) Check() error {
 		off, size uint64
 		free      bool
 	}
-	spans := make([]span, 0, f.free.len+len(f.used))
-	f.free.each(func(n *treapNode) bool {
-		spans = append(spans, span{n.hi, n.val, true})
+	spans := make([]span, 0, f.free.Len()+len(f.used))
+	f.free.Ascend(func(n *treap.Node[struct{}]) bool {
+		start, _ := n.Key()
+		spans = append(spans, span{start, n.Weight(), true})
 		return true
 	})
 	for off, n := range f.used {

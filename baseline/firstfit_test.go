@@ -64,7 +64,7 @@ func TestFirstFitCoalescesNeighbours(t *testing.T) {
 	for _, i := range []int{0, 2, 1, 3} { // middle last but one: merges with both sides
 		ffFree(t, f, offs[i], 1024)
 	}
-	assert.Equal(t, 1, f.free.len, "one free block after all frees")
+	assert.Equal(t, 1, f.free.Len(), "one free block after all frees")
 	assert.Equal(t, uint64(0), ffAlloc(t, f, 4096), "the whole arena is one block again")
 }
 

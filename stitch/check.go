@@ -33,8 +33,8 @@ func (c *checker) fail(format string, args ...any) {
 }
 
 func (e *Engine) checkFreeSet(c *checker, name string, f *freeSet) {
-	if f.byAddr.n != f.bySize.n {
-		c.fail("%s: %d spans by address, %d by size", name, f.byAddr.n, f.bySize.n)
+	if f.byAddr.len() != f.bySize.len() {
+		c.fail("%s: %d spans by address, %d by size", name, f.byAddr.len(), f.bySize.len())
 	}
 	var prev *span
 	var sum uint64
@@ -58,8 +58,8 @@ func (e *Engine) checkFreeSet(c *checker, name string, f *freeSet) {
 		prev = &p
 		return true
 	})
-	if n != f.byAddr.n {
-		c.fail("%s: walked %d spans, count says %d", name, n, f.byAddr.n)
+	if n != f.byAddr.len() {
+		c.fail("%s: walked %d spans, count says %d", name, n, f.byAddr.len())
 	}
 	if sum != f.bytes {
 		c.fail("%s: spans hold %d bytes, total says %d", name, sum, f.bytes)
@@ -204,8 +204,8 @@ func (e *Engine) checkPhysical(c *checker) {
 		}
 		return true
 	})
-	if n != len(owner) || n != e.owners.n {
-		c.fail("owner index holds %d ranges (count %d), blocks own %d", n, e.owners.n, len(owner))
+	if n != len(owner) || n != e.owners.len() {
+		c.fail("owner index holds %d ranges (count %d), blocks own %d", n, e.owners.len(), len(owner))
 	}
 	slices.SortFunc(all, func(a, b owned) int { return cmp.Compare(a.s.start, b.s.start) })
 	var covered uint64

@@ -152,7 +152,6 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	e.arenaBase = base
 	e.allocs = make(map[PhysHandle]*physAlloc)
 	e.loose = newFreeSet()
-	e.owners.seed = 0x27d4eb2f
 	e.blocks = make(map[uintptr]*block)
 	e.hotLists = make(sizeLists)
 	e.otherLists = make(map[Stream]sizeLists)

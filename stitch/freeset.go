@@ -10,10 +10,10 @@ type freeSet struct {
 }
 
 func newFreeSet() *freeSet {
-	return &freeSet{byAddr: tree{seed: 0x9e3779b9}, bySize: tree{bySize: true, seed: 0x85ebca6b}}
+	return &freeSet{bySize: tree{bySize: true}}
 }
 
-func (f *freeSet) len() int { return f.byAddr.n }
+func (f *freeSet) len() int { return f.byAddr.len() }
 
 func (f *freeSet) add(s span) {
 	f.byAddr.insert(s)

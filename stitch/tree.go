@@ -1,5 +1,7 @@
 package stitch
 
+import "github.com/gmlake/gmlake/internal/treap"
+
 // span is a half-open byte range [start, end): arena offsets in the large pool, virtual addresses in
 // the small pool. owner tags the page a small-pool span belongs to (0 in the arena); spans coalesce
 // only with neighbours of the same owner.
@@ -10,149 +12,54 @@ type span struct {
 
 func (s span) size() uint64 { return s.end - s.start }
 
-// tnode is a node of a treap.
+// tnode is what a tree holds for a span.
 type tnode struct {
-	s           span
-	b           *block // the block owning s, in the owner index; nil in free sets
-	prio        uint32
-	left, right *tnode
+	s span
+	b *block // the block owning s, in the owner index; nil in free sets
 }
 
-// tree is a treap of spans ordered by start (byAddr) or by (size, start) (bySize). Starts are unique
-// within a tree. Removed nodes are kept for reuse so that steady churn allocates nothing.
+// tree is a set of spans ordered by start (byAddr) or by (size, start) (bySize), kept in a treap.
+// Starts are unique within a tree.
 type tree struct {
-	root   *tnode
-	n      int
+	t      treap.Tree[tnode]
 	bySize bool
-	spare  *tnode // free nodes, linked through right
-	seed   uint32
 }
 
-func (t *tree) less(a, b span) bool {
-	if t.bySize && a.size() != b.size() {
-		return a.size() < b.size()
+// key is s's place in the tree's order.
+func (t *tree) key(s span) (hi, lo uint64) {
+	if t.bySize {
+		return s.size(), s.start
 	}
-	return a.start < b.start
+	return s.start, 0
 }
 
-func (t *tree) newNode(s span) *tnode {
-	n := t.spare
-	if n != nil {
-		t.spare = n.right
-		n.right = nil
-	} else {
-		n = &tnode{}
-	}
-	// xorshift: deterministic priorities keep replays reproducible.
-	t.seed ^= t.seed << 13
-	t.seed ^= t.seed >> 17
-	t.seed ^= t.seed << 5
-	if t.seed == 0 {
-		t.seed = 2463534242
-	}
-	n.s, n.prio = s, t.seed
-	return n
-}
+// len returns the number of spans.
+func (t *tree) len() int { return t.t.Len() }
 
 func (t *tree) insert(s span) { t.insertWith(s, nil) }
 
 func (t *tree) insertWith(s span, b *block) {
-	n := t.newNode(s)
-	n.b = b
-	t.root = t.ins(t.root, n)
-	t.n++
-}
-
-func (t *tree) ins(n, x *tnode) *tnode {
-	if n == nil {
-		return x
-	}
-	if t.less(x.s, n.s) {
-		n.left = t.ins(n.left, x)
-		if n.left.prio > n.prio {
-			l := n.left
-			n.left, l.right = l.right, n
-			return l
-		}
-	} else {
-		n.right = t.ins(n.right, x)
-		if n.right.prio > n.prio {
-			r := n.right
-			n.right, r.left = r.left, n
-			return r
-		}
-	}
-	return n
+	hi, lo := t.key(s)
+	t.t.Insert(hi, lo, 0, tnode{s: s, b: b})
 }
 
 // remove deletes the span ordered equal to s; it reports whether there was one.
-func (t *tree) remove(s span) bool {
-	var found bool
-	t.root = t.del(t.root, s, &found)
-	if found {
-		t.n--
-	}
-	return found
-}
-
-func (t *tree) del(n *tnode, s span, found *bool) *tnode {
-	if n == nil {
-		return nil
-	}
-	switch {
-	case t.less(s, n.s):
-		n.left = t.del(n.left, s, found)
-	case t.less(n.s, s):
-		n.right = t.del(n.right, s, found)
-	default:
-		*found = true
-		m := merge(n.left, n.right)
-		n.left, n.right, n.b = nil, t.spare, nil
-		t.spare = n
-		return m
-	}
-	return n
-}
-
-func merge(a, b *tnode) *tnode {
-	if a == nil {
-		return b
-	}
-	if b == nil {
-		return a
-	}
-	if a.prio > b.prio {
-		a.right = merge(a.right, b)
-		return a
-	}
-	b.left = merge(a, b.left)
-	return b
-}
+func (t *tree) remove(s span) bool { return t.t.Delete(t.key(s)) }
 
 // ceilNode returns the node of the smallest span not ordered before key, or nil.
 func (t *tree) ceilNode(key span) *tnode {
-	var best *tnode
-	for n := t.root; n != nil; {
-		if !t.less(n.s, key) {
-			best, n = n, n.left
-		} else {
-			n = n.right
-		}
+	if n := t.t.Ceil(t.key(key)); n != nil {
+		return &n.Value
 	}
-	return best
+	return nil
 }
 
 // floorNode returns the node of the largest span not ordered after key, or nil.
 func (t *tree) floorNode(key span) *tnode {
-	var best *tnode
-	for n := t.root; n != nil; {
-		if !t.less(key, n.s) {
-			best, n = n, n.right
-		} else {
-			n = n.left
-		}
+	if n := t.t.Floor(t.key(key)); n != nil {
+		return &n.Value
 	}
-	return best
+	return nil
 }
 
 // ceil returns the smallest span not ordered before key.
@@ -177,34 +84,12 @@ func (t *tree) floor(key span) (span, bool) {
 // start that may reach into the range and the path to the first span starting at or after it,
 // then an in-order walk: O(log n + k).
 func (t *tree) overlapping(start, end uint64, fn func(*tnode) bool) bool {
-	var buf [64]*tnode
-	stack := buf[:0]
-	var before *tnode // the span with the largest start below start
-	for x := t.root; x != nil; {
-		if x.s.start >= start {
-			stack = append(stack, x)
-			x = x.left
-		} else {
-			before, x = x, x.right
+	return t.t.AscendRangeAfterPrevious(start, 0, end, 0, func(n *treap.Node[tnode]) bool {
+		if n.Value.s.start < start && n.Value.s.end <= start {
+			return true // the span before the range ends short of it
 		}
-	}
-	if before != nil && before.s.end > start && !fn(before) {
-		return false
-	}
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if n.s.start >= end {
-			return true
-		}
-		if !fn(n) {
-			return false
-		}
-		for x := n.right; x != nil; x = x.left {
-			stack = append(stack, x)
-		}
-	}
-	return true
+		return fn(&n.Value)
+	})
 }
 
 // ownerAt returns the node of the span (of a tree ordered by address, its spans disjoint) that
@@ -218,28 +103,18 @@ func (t *tree) ownerAt(pos uint64) *tnode {
 
 // max returns the last span in order.
 func (t *tree) max() (span, bool) {
-	n := t.root
-	if n == nil {
-		return span{}, false
+	if n := t.t.Max(); n != nil {
+		return n.Value.s, true
 	}
-	for n.right != nil {
-		n = n.right
-	}
-	return n.s, true
+	return span{}, false
 }
 
 // walk calls fn on every span in order until fn returns false.
-func (t *tree) walk(fn func(span) bool) { walkNode(t.root, func(n *tnode) bool { return fn(n.s) }) }
+func (t *tree) walk(fn func(span) bool) {
+	t.t.Ascend(func(n *treap.Node[tnode]) bool { return fn(n.Value.s) })
+}
 
 // walkNodes calls fn on every node in order until fn returns false.
-func (t *tree) walkNodes(fn func(*tnode) bool) { walkNode(t.root, fn) }
-
-func walkNode(n *tnode, fn func(*tnode) bool) bool {
-	for n != nil {
-		if !walkNode(n.left, fn) || !fn(n) {
-			return false
-		}
-		n = n.right
-	}
-	return true
+func (t *tree) walkNodes(fn func(*tnode) bool) {
+	t.t.Ascend(func(n *treap.Node[tnode]) bool { return fn(&n.Value) })
 }

@@ -1,0 +1,15 @@
+// Package treap is the ordered set that the allocators keep their blocks in: a treap (a binary
+// search tree whose nodes also form a heap on random priorities, so it stays balanced in
+// expectation) keyed by a pair of integers (hi, lo), compared hi first.
+//
+// Keys are plain integers rather than a comparison function so that every comparison on the
+// search paths is inlined: the stitching engine orders free ranges by (size, start) and by
+// (start, 0), the caching allocator by (size, address), the first-fit arena by (offset, 0).
+//
+// Each node also carries a weight, and every subtree knows its largest weight, so "the first node
+// in key order whose weight is at least w" takes O(log n): a first-fit search by address for a
+// block of a size. Trees that do not search by weight leave it 0.
+//
+// Priorities come from a fixed-seed generator, so every run builds the same shapes. Removed nodes
+// are kept for reuse, so steady churn allocates nothing.
+package treap

@@ -1,0 +1,165 @@
+package treap
+
+// Tree is an ordered set of nodes with distinct keys. The zero value is an empty tree.
+type Tree[V any] struct {
+	root  *Node[V]
+	len   int
+	rng   uint64   // xorshift state for priorities; 0 until the first insert
+	spare *Node[V] // deleted nodes kept for reuse, linked through right
+}
+
+// Len returns the number of nodes.
+func (t *Tree[V]) Len() int { return t.len }
+
+// MaxWeight returns the largest weight in the tree, 0 when it is empty.
+func (t *Tree[V]) MaxWeight() uint64 {
+	if t.root == nil {
+		return 0
+	}
+	return t.root.maxWeight
+}
+
+func (t *Tree[V]) nextPrio() uint64 {
+	if t.rng == 0 {
+		t.rng = 0x9e3779b97f4a7c15
+	}
+	t.rng ^= t.rng << 13
+	t.rng ^= t.rng >> 7
+	t.rng ^= t.rng << 17
+	return t.rng
+}
+
+// Insert adds a node of key (hi, lo), weight w and value v, and returns it. The key must not be in
+// the tree already.
+func (t *Tree[V]) Insert(hi, lo, w uint64, v V) *Node[V] {
+	n := t.spare
+	if n != nil {
+		t.spare = n.right
+	} else {
+		n = new(Node[V])
+	}
+	n.hi, n.lo, n.weight, n.maxWeight, n.prio, n.left, n.right = hi, lo, w, w, t.nextPrio(), nil, nil
+	n.Value = v
+	t.root = insert(t.root, n)
+	t.len++
+	return n
+}
+
+// Delete removes the node of key (hi, lo) and reports whether there was one.
+func (t *Tree[V]) Delete(hi, lo uint64) bool {
+	var gone *Node[V]
+	t.root = remove(t.root, hi, lo, &gone)
+	if gone == nil {
+		return false
+	}
+	t.len--
+	var zero V
+	gone.left, gone.right, gone.Value = nil, t.spare, zero // drop what the value points to
+	t.spare = gone
+	return true
+}
+
+// Ceil returns the node of the smallest key at or after (hi, lo), or nil.
+func (t *Tree[V]) Ceil(hi, lo uint64) *Node[V] {
+	var best *Node[V]
+	for n := t.root; n != nil; {
+		if less(n.hi, n.lo, hi, lo) {
+			n = n.right
+		} else {
+			best, n = n, n.left
+		}
+	}
+	return best
+}
+
+// Floor returns the node of the largest key at or before (hi, lo), or nil.
+func (t *Tree[V]) Floor(hi, lo uint64) *Node[V] {
+	var best *Node[V]
+	for n := t.root; n != nil; {
+		if less(hi, lo, n.hi, n.lo) {
+			n = n.left
+		} else {
+			best, n = n, n.right
+		}
+	}
+	return best
+}
+
+// Max returns the node of the largest key, or nil.
+func (t *Tree[V]) Max() *Node[V] {
+	n := t.root
+	if n == nil {
+		return nil
+	}
+	for n.right != nil {
+		n = n.right
+	}
+	return n
+}
+
+// FirstWeightAtLeast returns the node of the smallest key whose weight is at least w, or nil.
+func (t *Tree[V]) FirstWeightAtLeast(w uint64) *Node[V] {
+	n := t.root
+	if n == nil || n.maxWeight < w {
+		return nil
+	}
+	for {
+		switch {
+		case n.left != nil && n.left.maxWeight >= w:
+			n = n.left
+		case n.weight >= w:
+			return n
+		default:
+			n = n.right // its maxWeight is at least w, or n's could not be
+		}
+	}
+}
+
+// Ascend calls fn on every node in key order until fn returns false; it reports whether fn never
+// did. fn must not insert or delete.
+func (t *Tree[V]) Ascend(fn func(*Node[V]) bool) bool { return ascend(t.root, fn) }
+
+// AscendRange calls fn on every node of key in [(fromHi, fromLo), (toHi, toLo)), in key order, until
+// fn returns false; it reports whether fn never did. fn must not insert or delete. One descent,
+// then an in-order walk: O(log n + k) for k calls.
+func (t *Tree[V]) AscendRange(fromHi, fromLo, toHi, toLo uint64, fn func(*Node[V]) bool) bool {
+	return t.ascendRange(fromHi, fromLo, toHi, toLo, false, fn)
+}
+
+// AscendRangeAfterPrevious is AscendRange that first calls fn on the node of the largest key
+// before (fromHi, fromLo), if there is one, found on the same descent: for disjoint ranges keyed
+// by where they start, the one range starting before the start of a query that may reach into it.
+func (t *Tree[V]) AscendRangeAfterPrevious(fromHi, fromLo, toHi, toLo uint64, fn func(*Node[V]) bool) bool {
+	return t.ascendRange(fromHi, fromLo, toHi, toLo, true, fn)
+}
+
+func (t *Tree[V]) ascendRange(fromHi, fromLo, toHi, toLo uint64, previous bool, fn func(*Node[V]) bool) bool {
+	var buf [64]*Node[V]
+	stack := buf[:0]
+	var before *Node[V] // the node of the largest key before from
+	for x := t.root; x != nil; {
+		if less(x.hi, x.lo, fromHi, fromLo) {
+			before, x = x, x.right
+		} else {
+			stack = append(stack, x)
+			x = x.left
+		}
+	}
+	if previous && before != nil && !fn(before) {
+		return false
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !less(n.hi, n.lo, toHi, toLo) {
+			return true
+		}
+		if !fn(n) {
+			return false
+		}
+		for x := n.right; x != nil; x = x.left {
+			stack = append(stack, x)
+		}
+	}
+	return true
+}

@@ -1,0 +1,188 @@
+package treap
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// entry is a node of the reference model: a sorted slice.
+type entry struct{ hi, lo, w uint64 }
+
+func compareEntry(a, b entry) int { return cmp.Or(cmp.Compare(a.hi, b.hi), cmp.Compare(a.lo, b.lo)) }
+
+// checkTree returns the first broken invariant of t: key order, heap order of priorities, subtree
+// weights, the length.
+func checkTree[V any](t *Tree[V]) error {
+	n := 0
+	var walk func(x *Node[V], lo, hi *Node[V]) error
+	walk = func(x *Node[V], lo, hi *Node[V]) error {
+		if x == nil {
+			return nil
+		}
+		n++
+		if lo != nil && !less(lo.hi, lo.lo, x.hi, x.lo) || hi != nil && !less(x.hi, x.lo, hi.hi, hi.lo) {
+			return fmt.Errorf("key (%d, %d) out of order", x.hi, x.lo)
+		}
+		m := x.weight
+		for _, c := range []*Node[V]{x.left, x.right} {
+			if c != nil {
+				if c.prio > x.prio {
+					return fmt.Errorf("key (%d, %d): a child has the larger priority", x.hi, x.lo)
+				}
+				m = max(m, c.maxWeight)
+			}
+		}
+		if x.maxWeight != m {
+			return fmt.Errorf("key (%d, %d): subtree weight %d, want %d", x.hi, x.lo, x.maxWeight, m)
+		}
+		if err := walk(x.left, lo, x); err != nil {
+			return err
+		}
+		return walk(x.right, x, hi)
+	}
+	if err := walk(t.root, nil, nil); err != nil {
+		return err
+	}
+	if n != t.len {
+		return fmt.Errorf("%d nodes, Len %d", n, t.len)
+	}
+	return nil
+}
+
+// The tree against a sorted slice under random inserts and deletes, every query checked after every
+// step; the seed is in the messages.
+func TestTreeMatchesSortedSlice(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		rng := rand.New(rand.NewPCG(seed, 0))
+		var tr Tree[uint64]
+		var ref []entry
+		key := func() (uint64, uint64) { return rng.Uint64N(64), rng.Uint64N(16) }
+		for step := range 3000 {
+			at := fmt.Sprintf("seed %d step %d", seed, step)
+			hi, lo := key()
+			j, found := slices.BinarySearchFunc(ref, entry{hi: hi, lo: lo}, compareEntry)
+			switch {
+			case found && rng.IntN(3) > 0:
+				require.True(t, tr.Delete(hi, lo), at)
+				ref = slices.Delete(ref, j, j+1)
+			case found:
+				require.False(t, tr.Delete(hi+64, lo), at)
+			default:
+				w := rng.Uint64N(1000)
+				n := tr.Insert(hi, lo, w, hi*100+lo)
+				gotHi, gotLo := n.Key()
+				require.Equal(t, [3]uint64{hi, lo, w}, [3]uint64{gotHi, gotLo, n.Weight()}, at)
+				ref = slices.Insert(ref, j, entry{hi, lo, w})
+			}
+			require.NoError(t, checkTree(&tr), at)
+			require.Equal(t, len(ref), tr.Len(), at)
+
+			qHi, qLo := key()
+			j, found = slices.BinarySearchFunc(ref, entry{hi: qHi, lo: qLo}, compareEntry)
+			assertNode(t, &tr, tr.Ceil(qHi, qLo), ref, j, at+" ceil")
+			if !found {
+				j--
+			}
+			assertNode(t, &tr, tr.Floor(qHi, qLo), ref, j, at+" floor")
+			assertNode(t, &tr, tr.Max(), ref, len(ref)-1, at+" max")
+
+			w := rng.Uint64N(1100)
+			first := slices.IndexFunc(ref, func(e entry) bool { return e.w >= w })
+			assertNode(t, &tr, tr.FirstWeightAtLeast(w), ref, first, fmt.Sprintf("%s first weight >= %d", at, w))
+			var maxW uint64
+			for _, e := range ref {
+				maxW = max(maxW, e.w)
+			}
+			assert.Equal(t, maxW, tr.MaxWeight(), at)
+		}
+	}
+}
+
+// assertNode checks that n is the node of ref[i], or nil where i is out of ref.
+func assertNode(t *testing.T, tr *Tree[uint64], n *Node[uint64], ref []entry, i int, at string) {
+	t.Helper()
+	if i < 0 || i >= len(ref) {
+		assert.Nil(t, n, at)
+		return
+	}
+	if assert.NotNil(t, n, at) {
+		hi, lo := n.Key()
+		assert.Equal(t, ref[i], entry{hi, lo, n.Weight()}, at)
+		assert.Equal(t, hi*100+lo, n.Value, at)
+	}
+}
+
+// Ascend and AscendRange visit keys in order and stop where fn says.
+func TestTreeAscend(t *testing.T) {
+	var tr Tree[int]
+	rng := rand.New(rand.NewPCG(4, 0))
+	var keys []uint64
+	for _, k := range rng.Perm(200) {
+		tr.Insert(uint64(k)*2, 0, 0, k) // even keys 0..398
+	}
+	require.True(t, tr.Ascend(func(n *Node[int]) bool { hi, _ := n.Key(); keys = append(keys, hi); return true }))
+	require.Len(t, keys, 200)
+	assert.True(t, slices.IsSorted(keys))
+
+	for _, r := range [][2]uint64{{0, 400}, {1, 2}, {1, 3}, {2, 3}, {151, 171}, {398, 1000}, {399, 1000}, {10, 5}} {
+		from, to := r[0], r[1]
+		var got []uint64
+		assert.True(t, tr.AscendRange(from, 0, to, 0, func(n *Node[int]) bool {
+			hi, _ := n.Key()
+			got = append(got, hi)
+			return true
+		}), "[%d, %d)", from, to)
+		var want []uint64
+		for k := (from + 1) / 2 * 2; k < min(to, 400); k += 2 {
+			want = append(want, k)
+		}
+		assert.Equal(t, want, got, "[%d, %d)", from, to)
+	}
+	for _, r := range [][3]uint64{{0, 4, 0}, {1, 4, 0}, {151, 155, 150}, {399, 1000, 398}, {3, 3, 2}} {
+		from, to, prev := r[0], r[1], r[2]
+		var got []uint64
+		tr.AscendRangeAfterPrevious(from, 0, to, 0, func(n *Node[int]) bool {
+			hi, _ := n.Key()
+			got = append(got, hi)
+			return true
+		})
+		var want []uint64
+		if from > 0 {
+			want = append(want, prev)
+		}
+		for k := (from + 1) / 2 * 2; k < min(to, 400); k += 2 {
+			want = append(want, k)
+		}
+		assert.Equal(t, want, got, "[%d, %d) after the previous key", from, to)
+	}
+	assert.False(t, tr.AscendRangeAfterPrevious(151, 0, 200, 0, func(*Node[int]) bool { return false }),
+		"fn stops the walk at the previous key")
+	seen := 0
+	assert.False(t, tr.AscendRange(100, 0, 200, 0, func(*Node[int]) bool { seen++; return seen < 3 }))
+	assert.Equal(t, 3, seen, "AscendRange stops where fn says")
+	seen = 0
+	assert.False(t, tr.Ascend(func(*Node[int]) bool { seen++; return seen < 5 }))
+	assert.Equal(t, 5, seen)
+}
+
+// Deleted nodes are reused: steady churn allocates nothing.
+func TestTreeChurnAllocatesNothing(t *testing.T) {
+	var tr Tree[*int]
+	for k := range uint64(100) {
+		tr.Insert(k, 0, k, nil)
+	}
+	k := uint64(0)
+	allocs := testing.AllocsPerRun(1000, func() {
+		require.True(t, tr.Delete(k%100, 0))
+		tr.Insert(k%100, 0, k, nil)
+		k++
+	})
+	assert.Zero(t, allocs)
+	require.NoError(t, checkTree(&tr))
+}
