@@ -77,19 +77,19 @@ func (p *Prepared) Needs() []IterationNeeds {
 		out = append(out, *cur)
 	}
 	for _, o := range p.ops {
-		switch o.kind {
+		switch o.Kind {
 		case trace.Alloc:
-			active += o.size
+			active += o.Size
 			if cur == nil {
-				peakBefore, maxAsked = max(peakBefore, active), max(maxAsked, o.size)
+				peakBefore, maxAsked = max(peakBefore, active), max(maxAsked, o.Size)
 				continue
 			}
-			cur.PeakActive, cur.Largest = max(cur.PeakActive, active), max(cur.Largest, o.size)
+			cur.PeakActive, cur.Largest = max(cur.PeakActive, active), max(cur.Largest, o.Size)
 		case trace.Free:
-			active -= o.size
+			active -= o.Size
 		case trace.Iter:
 			closeIteration()
-			cur = &IterationNeeds{Iteration: int(o.slot), PeakActive: active}
+			cur = &IterationNeeds{Iteration: int(o.Slot), PeakActive: active}
 		}
 	}
 	closeIteration()

@@ -16,16 +16,18 @@ import (
 type Prepared struct {
 	Name   string // the trace's label in reports (usually its file name)
 	Trace  *trace.Trace
-	ops    []op
+	ops    []Op
 	slots  int
 	allocs int
 }
 
-type op struct {
-	kind   trace.Kind
-	slot   int32  // Alloc, Free: the allocation's slot; Iter: the iteration number
-	size   uint64 // requested bytes of the allocation (Alloc and Free)
-	stream stitch.Stream
+// Op is one compiled event: allocation ids become slots numbered 0 to Slots()-1 in order of
+// allocation, so that a replay keeps each allocation's address in a slice.
+type Op struct {
+	Kind   trace.Kind
+	Slot   int32  // Alloc, Free: the allocation's slot; Iter: the iteration number
+	Size   uint64 // requested bytes of the allocation (Alloc and Free)
+	Stream stitch.Stream
 }
 
 // Prepare validates t and compiles it; name labels it in reports.
@@ -33,20 +35,20 @@ func Prepare(name string, t *trace.Trace) (*Prepared, error) {
 	if err := t.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	p := &Prepared{Name: name, Trace: t, ops: make([]op, 0, len(t.Events))}
+	p := &Prepared{Name: name, Trace: t, ops: make([]Op, 0, len(t.Events))}
 	slotOf := make(map[int64]int32)
 	sizeOf := make(map[int64]uint64)
 	for _, ev := range t.Events {
 		switch ev.Kind {
 		case trace.Alloc:
 			slotOf[ev.ID], sizeOf[ev.ID] = int32(p.slots), ev.Size
-			p.ops = append(p.ops, op{kind: trace.Alloc, slot: int32(p.slots), size: ev.Size, stream: stitch.Stream(ev.Stream)})
+			p.ops = append(p.ops, Op{Kind: trace.Alloc, Slot: int32(p.slots), Size: ev.Size, Stream: stitch.Stream(ev.Stream)})
 			p.slots++
 			p.allocs++
 		case trace.Free:
-			p.ops = append(p.ops, op{kind: trace.Free, slot: slotOf[ev.ID], size: sizeOf[ev.ID]})
+			p.ops = append(p.ops, Op{Kind: trace.Free, Slot: slotOf[ev.ID], Size: sizeOf[ev.ID]})
 		case trace.Iter:
-			p.ops = append(p.ops, op{kind: trace.Iter, slot: int32(ev.ID)})
+			p.ops = append(p.ops, Op{Kind: trace.Iter, Slot: int32(ev.ID)})
 		}
 	}
 	return p, nil
@@ -56,8 +58,8 @@ func Prepare(name string, t *trace.Trace) (*Prepared, error) {
 func (p *Prepared) iterations() []int {
 	var its []int
 	for _, o := range p.ops {
-		if o.kind == trace.Iter {
-			its = append(its, int(o.slot))
+		if o.Kind == trace.Iter {
+			its = append(its, int(o.Slot))
 		}
 	}
 	return its
@@ -65,6 +67,12 @@ func (p *Prepared) iterations() []int {
 
 // Allocs is the number of allocations in the trace.
 func (p *Prepared) Allocs() int { return p.allocs }
+
+// Ops is the compiled trace, one Op per event; the caller must not change it.
+func (p *Prepared) Ops() []Op { return p.ops }
+
+// Slots is the number of allocation slots the Ops use (one per allocation).
+func (p *Prepared) Slots() int { return p.slots }
 
 // Run is the outcome of one replay of a trace through one allocator.
 type Run struct {
@@ -199,31 +207,31 @@ type replayer struct {
 }
 
 // step replays one event; running out of memory sets run.OOM and is not an error.
-func (rp *replayer) step(i int, o op) error {
-	switch o.kind {
+func (rp *replayer) step(i int, o Op) error {
+	switch o.Kind {
 	case trace.Alloc:
-		ptr, err := rp.a.Alloc(o.size, o.stream)
+		ptr, err := rp.a.Alloc(o.Size, o.Stream)
 		if errors.Is(err, baseline.ErrOutOfMemory) {
-			rp.run.OOM = &OOMEvent{Event: i, Iteration: rp.iter, Requested: o.size, Active: rp.active,
+			rp.run.OOM = &OOMEvent{Event: i, Iteration: rp.iter, Requested: o.Size, Active: rp.active,
 				Reserved: rp.a.Reserved(), Message: err.Error()}
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("alloc %d bytes: %w", o.size, err)
+			return fmt.Errorf("alloc %d bytes: %w", o.Size, err)
 		}
-		rp.ptrs[o.slot] = ptr
-		rp.active += o.size
+		rp.ptrs[o.Slot] = ptr
+		rp.active += o.Size
 		rp.run.PeakActive = max(rp.run.PeakActive, rp.active)
 		rp.run.PeakReserved = max(rp.run.PeakReserved, rp.a.Reserved())
 		rp.run.Pairs++
 	case trace.Free:
-		if err := rp.a.Free(rp.ptrs[o.slot], o.size); err != nil {
-			return fmt.Errorf("free %d bytes: %w", o.size, err)
+		if err := rp.a.Free(rp.ptrs[o.Slot], o.Size); err != nil {
+			return fmt.Errorf("free %d bytes: %w", o.Size, err)
 		}
-		rp.active -= o.size
+		rp.active -= o.Size
 	case trace.Iter:
 		rp.closeIteration()
-		rp.iter = int(o.slot)
+		rp.iter = int(o.Slot)
 		if rp.marker != nil {
 			rp.marker.MarkIteration()
 		}

@@ -10,21 +10,11 @@ import (
 	"github.com/gmlake/gmlake/trace"
 )
 
-// op is one trace event with its allocation id turned into a dense slot.
-type op struct {
-	kind   trace.Kind
-	slot   int32  // Alloc, Free: the allocation's slot; Iter: the iteration number
-	size   uint64 // requested bytes (Alloc and Free)
-	stream uint64 // trace stream id (Alloc)
-}
-
-// prepared is a trace compiled for replay.
+// prepared is a trace compiled for replay (bench.Prepare), with its phases.
 type prepared struct {
 	name     string // file name, the label in reports
 	workload string
-	ops      []op
-	slots    int
-	bench    *bench.Prepared // the same trace for the bench package's simulated replays
+	bench    *bench.Prepared // the compiled events, also for the bench package's simulated replays
 	phases   phaser
 }
 
@@ -33,22 +23,7 @@ func prepare(name string, t *trace.Trace) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &prepared{name: name, workload: t.Name, ops: make([]op, 0, len(t.Events)), bench: bp}
-	slotOf := make(map[int64]int32)
-	sizeOf := make(map[int64]uint64)
-	for _, ev := range t.Events {
-		switch ev.Kind {
-		case trace.Alloc:
-			slotOf[ev.ID], sizeOf[ev.ID] = int32(p.slots), ev.Size
-			p.ops = append(p.ops, op{kind: trace.Alloc, slot: int32(p.slots), size: ev.Size, stream: ev.Stream})
-			p.slots++
-		case trace.Free:
-			p.ops = append(p.ops, op{kind: trace.Free, slot: slotOf[ev.ID], size: sizeOf[ev.ID]})
-		case trace.Iter:
-			p.ops = append(p.ops, op{kind: trace.Iter, slot: int32(ev.ID)})
-		}
-	}
-	return p, nil
+	return &prepared{name: name, workload: t.Name, bench: bp}, nil
 }
 
 // prepareRepeated compiles t with its iterations played times times in a row (the setup once).
@@ -89,7 +64,8 @@ func replay(p *prepared, a baseline.Allocator, clock *callClock, st *streams, tr
 	begin := time.Now()
 	start := begin
 	r := &result{iterPairs: make(map[int]int), iterWall: make(map[int]time.Duration)}
-	ptrs := make([]uintptr, p.slots)
+	ops := p.bench.Ops()
+	ptrs := make([]uintptr, p.bench.Slots())
 	var active uint64
 	iter, cur := -1, setup
 	clock.now, clock.iter, clock.phases = cur, iter, p.phases
@@ -101,26 +77,26 @@ func replay(p *prepared, a baseline.Allocator, clock *callClock, st *streams, tr
 			r.iterWall[iter] += d
 		}
 	}
-	for i, o := range p.ops {
-		switch o.kind {
+	for i, o := range ops {
+		switch o.Kind {
 		case trace.Alloc:
-			s, err := st.get(o.stream)
+			s, err := st.get(uint64(o.Stream))
 			if err != nil {
 				return r, err
 			}
-			ptr, err := a.Alloc(o.size, s)
+			ptr, err := a.Alloc(o.Size, s)
 			if err != nil {
 				closePart(time.Now())
 				r.events = i
 				if errors.Is(err, baseline.ErrOutOfMemory) {
-					r.oom = &bench.OOMEvent{Event: i, Iteration: iter, Requested: o.size, Active: active,
+					r.oom = &bench.OOMEvent{Event: i, Iteration: iter, Requested: o.Size, Active: active,
 						Reserved: a.Reserved(), Message: err.Error()}
 					return r, nil
 				}
-				return r, fmt.Errorf("%s: %s: event %d: alloc %d bytes: %w", p.name, a.Name(), i, o.size, err)
+				return r, fmt.Errorf("%s: %s: event %d: alloc %d bytes: %w", p.name, a.Name(), i, o.Size, err)
 			}
-			ptrs[o.slot] = ptr
-			active += o.size
+			ptrs[o.Slot] = ptr
+			active += o.Size
 			r.peakActive = max(r.peakActive, active)
 			if trackReserved {
 				r.peakReserved = max(r.peakReserved, a.Reserved())
@@ -130,17 +106,17 @@ func replay(p *prepared, a baseline.Allocator, clock *callClock, st *streams, tr
 				r.iterPairs[iter]++
 			}
 		case trace.Free:
-			if err := a.Free(ptrs[o.slot], o.size); err != nil {
+			if err := a.Free(ptrs[o.Slot], o.Size); err != nil {
 				closePart(time.Now())
 				r.events = i
-				return r, fmt.Errorf("%s: %s: event %d: free %d bytes: %w", p.name, a.Name(), i, o.size, err)
+				return r, fmt.Errorf("%s: %s: event %d: free %d bytes: %w", p.name, a.Name(), i, o.Size, err)
 			}
-			active -= o.size
+			active -= o.Size
 		case trace.Iter:
 			now := time.Now()
 			closePart(now)
 			start = now
-			iter = int(o.slot)
+			iter = int(o.Slot)
 			cur = p.phases.of(iter)
 			clock.now, clock.iter = cur, iter
 			r.iterOrder = append(r.iterOrder, iter)
@@ -157,6 +133,6 @@ func replay(p *prepared, a baseline.Allocator, clock *callClock, st *streams, tr
 		}
 	}
 	closePart(time.Now())
-	r.events = len(p.ops)
+	r.events = len(ops)
 	return r, nil
 }
