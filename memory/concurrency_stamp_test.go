@@ -5,31 +5,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
+
+	"github.com/gmlake/gmlake/reliability"
 )
-
-// stampStride is the engine's block alignment: two blocks that share any byte share a word
-// stamped at one of these offsets.
-const stampStride = 512
-
-func stampWords(p uintptr, size uint64, id uint64) {
-	for off := uint64(0); off < size; off += stampStride {
-		*(*uint64)(unsafe.Add(unsafe.Pointer(nil), p+uintptr(off))) = id<<32 | off/stampStride
-	}
-}
-
-func stampIntact(p uintptr, size uint64, id uint64) bool {
-	for off := uint64(0); off < size; off += stampStride {
-		if *(*uint64)(unsafe.Add(unsafe.Pointer(nil), p+uintptr(off))) != id<<32|off/stampStride {
-			return false
-		}
-	}
-	return true
-}
 
 // TestConcurrentBlocksKeepTheirBytes: goroutines sharing one Allocator each hold many blocks at
 // once (small, split, stitched), every block stamped with its own id across all its bytes and
@@ -50,7 +32,7 @@ func TestConcurrentBlocksKeepTheirBytes(t *testing.T) {
 			var mine []held
 			put := func(i int) bool {
 				b := mine[i]
-				ok := assert.True(t, stampIntact(b.m.Uintptr(), uint64(b.size), b.id), "worker %d: block %d lost its bytes", w, b.id)
+				ok := assert.True(t, reliability.Stamped(b.m.Uintptr(), uint64(b.size), b.id), "worker %d: block %d lost its bytes", w, b.id)
 				ok = assert.NoError(t, a.Free(b.m, b.size)) && ok
 				mine[i] = mine[len(mine)-1]
 				mine = mine[:len(mine)-1]
@@ -79,7 +61,7 @@ func TestConcurrentBlocksKeepTheirBytes(t *testing.T) {
 					return
 				}
 				b := held{m: m, size: size, id: ids.Add(1)}
-				stampWords(m.Uintptr(), uint64(size), b.id)
+				reliability.Stamp(m.Uintptr(), uint64(size), b.id)
 				mine = append(mine, b)
 			}
 			for len(mine) > 0 {

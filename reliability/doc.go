@@ -11,7 +11,8 @@
 // live block: Claim fails with ErrOverlap when a new block touches a byte another live block holds,
 // which is exactly the allocator's first promise ("no byte is handed out twice"). Claim after Alloc
 // and Release before Free keep the shadow a subset of the engine's live set even when many
-// goroutines allocate at once.
+// goroutines allocate at once. Over host-accessible memory, Stamp and Stamped check the same promise
+// on the bytes themselves: each live block holds its own marks until it is freed.
 //
 // # Stream order
 //

@@ -5,35 +5,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gmlake/gmlake/driver/host"
+	"github.com/gmlake/gmlake/reliability"
 	"github.com/gmlake/gmlake/stitch"
 )
-
-// stampStride is the engine's block alignment: blocks start at multiples of it, so two blocks that
-// share any byte share one of the words stamped at these offsets.
-const stampStride = 512
-
-// stampWords writes id and each word's index at every stampStride bytes of [p, p+size).
-func stampWords(p uintptr, size uint64, id uint64) {
-	for off := uint64(0); off < size; off += stampStride {
-		*(*uint64)(unsafe.Add(unsafe.Pointer(nil), p+uintptr(off))) = id<<32 | off/stampStride
-	}
-}
-
-// stampIntact reports whether [p, p+size) still holds what stampWords(p, size, id) wrote.
-func stampIntact(p uintptr, size uint64, id uint64) bool {
-	for off := uint64(0); off < size; off += stampStride {
-		if *(*uint64)(unsafe.Add(unsafe.Pointer(nil), p+uintptr(off))) != id<<32|off/stampStride {
-			return false
-		}
-	}
-	return true
-}
 
 // TestConcurrentBlocksKeepTheirBytes: goroutines share one engine over real host memory, each with
 // many live blocks at once (small, split, stitched and new), every block stamped with its own id
@@ -56,7 +35,7 @@ func TestConcurrentBlocksKeepTheirBytes(t *testing.T) {
 			var mine []live
 			drop := func(i int) bool {
 				b := mine[i]
-				ok := assert.True(t, stampIntact(uintptr(b.p), roundUp(b.size), b.id), "worker %d: block %d lost its bytes", w, b.id)
+				ok := assert.True(t, reliability.Stamped(uintptr(b.p), roundUp(b.size), b.id), "worker %d: block %d lost its bytes", w, b.id)
 				ok = assert.NoError(t, e.Free(uintptr(b.p), b.size)) && ok
 				mine[i] = mine[len(mine)-1]
 				mine = mine[:len(mine)-1]
@@ -75,7 +54,7 @@ func TestConcurrentBlocksKeepTheirBytes(t *testing.T) {
 					return
 				}
 				b := live{p: uint64(p), size: size, id: ids.Add(1)}
-				stampWords(p, roundUp(size), b.id)
+				reliability.Stamp(p, roundUp(size), b.id)
 				mine = append(mine, b)
 			}
 			for len(mine) > 0 {
@@ -109,4 +88,6 @@ func stampSize(rng *rand.Rand) uint64 {
 	}
 }
 
-func roundUp(size uint64) uint64 { return (size + stampStride - 1) &^ (stampStride - 1) }
+func roundUp(size uint64) uint64 {
+	return (size + reliability.StampStride - 1) &^ (reliability.StampStride - 1)
+}
