@@ -58,6 +58,7 @@ type Engine struct {
 	candBuf    []candidate
 	looseBuf   []span            // loose ranges in address order, for idleRuns
 	segBuf     []idleSeg         // segments of an idle run, for findIdle
+	placeBuf   []span            // the arena pieces of a place being taken, for takeHome
 	homes      map[uint64][]home // places where blocks of each size lay (homes.go)
 
 	// Iteration memos (memo.go).

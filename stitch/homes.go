@@ -47,8 +47,10 @@ func (e *Engine) findHomeBut(r uint64, skip func(home) bool) (home, bool) {
 			kept = append(kept, h)
 		}
 	}
-	clear(hs[len(kept):])
-	e.homes[r] = kept
+	if len(kept) < len(hs) {
+		clear(hs[len(kept):])
+		e.homes[r] = kept
+	}
 	// Most recently used first: the first of the cheapest wins, and one that flushes nothing ends
 	// the search.
 	for i := len(kept) - 1; i >= 0 && bestCost > 0; i-- {
@@ -103,13 +105,17 @@ func (e *Engine) homeCost(h home, r, limit uint64) (uint64, bool) {
 
 // takeHome flushes the cached blocks at home h and makes it a block of r bytes.
 func (e *Engine) takeHome(h home, r uint64) *block {
+	pieces := e.placeBuf[:0]
 	if h.v != nil {
-		var pieces []span
 		window(h.v, h.off, r, func(p span) bool { pieces = append(pieces, p); return true })
-		e.flushUnder(pieces)
+	} else {
+		pieces = append(pieces, span{start: h.off, end: h.off + r})
+	}
+	e.flushUnder(pieces)
+	e.placeBuf = pieces[:0]
+	if h.v != nil {
 		return e.takeView(h.v, h.off, r)
 	}
-	e.flushUnder([]span{{start: h.off, end: h.off + r}})
 	return e.carveAt(h.off, r)
 }
 
