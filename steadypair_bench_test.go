@@ -51,12 +51,13 @@ type getPutter interface {
 	Put(mem tensor.Memory, size int64)
 }
 
-// BenchmarkSteadyPair measures the CPU cost of one Get+Put pair in steady iterations, where every
-// Get is an exact match of a cached block and no driver is called, through the whole stack a user
+// BenchmarkSteadyPair measures the CPU cost of one Get+Put pair in steady iterations, where no
+// driver is called and Gets are exact matches of cached blocks, through the whole stack a user
 // hits (NewAllocator's handle, generation check and engine), side by side with Gorgonia's pool on
 // the same script in the same run, the two alternating iteration by iteration so that both see
 // the same machine load. Metrics: gmlake-ns/pair, pool-ns/pair, their ratio, and gmlake's
-// driver-calls/pair (0) and exact/pair (1).
+// driver-calls/pair (0) and exact/pair (the share of exact matches: 94 of the 96 requests; the
+// iteration memo sends two to a place it splits, with no driver call).
 func BenchmarkSteadyPair(b *testing.B) {
 	sizes, frees := steadyScript()
 	a, err := NewAllocator(WithHostMemory(), WithCapacity(1<<30))
