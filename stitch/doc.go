@@ -35,8 +35,9 @@
 //   - Small blocks (below the small threshold, 1 MiB) are carved from pages (twice the threshold
 //     rounded up to G: 2 MiB by default, one 64 KiB chunk for a 32 KiB threshold over 64 KiB
 //     chunks; WithSmallPageSize sets it), large blocks that the small pool takes where the
-//     followed memo had a page; once iterations are remembered, outside every place the recent
-//     memos give large blocks, else in new memory grown 16 pages at a time (pageaway.go); else
+//     followed memo had a page; once large requests' places are remembered (the recent memos,
+//     or unmarked every context), outside all of them, else in new memory grown 16 pages at a
+//     time, all 16 joining the small pool (pageaway.go); else
 //     where a page lay before, else from the lowest free range that holds one (the highest once
 //     iterations are marked, away from the large blocks of new shapes), else from the large pool
 //     like any request (so a page may itself be stitched); small blocks are never stitched. A small
@@ -140,9 +141,9 @@
 // in the first iterations keep fitting; misses that do repurpose memory flush only what their
 // window needs. Without iteration marks, a large request also goes where the last request of its
 // context went (repeat.go): a request's context is its size and the live bytes before it, with
-// the three requests before it, so the same point of the next iteration finds the same place, and
-// a loop of one shape makes no driver call from its second or third repetition; one that cycles
-// through many shapes (dynamic padding) may still stitch in its fourth.
+// the three requests before it, so the same point of the next iteration finds the same place; and
+// pages keep away from those places (pageaway.go). So every trace repeated four times makes no
+// driver call in its fourth repetition unmarked too, most from their third.
 //
 // # Iteration memos (memo.go)
 //

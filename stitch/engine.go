@@ -76,6 +76,8 @@ type Engine struct {
 	ctxNext  uint64                // requests so far: the next index in ctxRing
 	ctx      uint64                // the current request's context
 	contexts map[uint64]contextPlace
+	// smallContexts: where the last small request of each context went (its first byte)
+	smallContexts map[uint64]uint64
 
 	// Dominating memos (dominate.go).
 	dominated       bool            // follow dominates the iteration rather than agreeing with it
@@ -159,6 +161,7 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	e.clocks = make(map[Stream]*streamClock)
 	e.homes = make(map[uint64][]home)
 	e.contexts = make(map[uint64]contextPlace)
+	e.smallContexts = make(map[uint64]uint64)
 	e.views = make(map[uintptr]*view)
 	e.pages = make(map[uint64]*page)
 	e.smallFree = newFreeSet()

@@ -180,9 +180,10 @@ func TestEmptyPageGoesBackToTheLargePool(t *testing.T) {
 // TestNearThresholdRequestLeavesThePagesAlone: pages split by blocks of another size have free
 // ranges too short for a request just under the threshold although they add up to more than one
 // page; the request is carved from the large pool's free memory, no page is added, and freed it
-// serves the next such request exactly.
+// serves the next such request exactly. The capacity holds the large block and four pages, so that
+// each page is grown alone (with room, a page growth makes 16 pages at once: pageaway.go).
 func TestNearThresholdRequestLeavesThePagesAlone(t *testing.T) {
-	h := newHarness(t, nil)
+	h := newHarness(t, []sim.Option{sim.WithCapacity(16 * MiB)})
 	large, err := h.alloc(7*MiB, 0) // four chunks: one free MiB after it in the large pool
 	require.NoError(t, err)
 	var small []uintptr

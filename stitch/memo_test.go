@@ -137,13 +137,13 @@ func TestMemoConvergesOnTraces(t *testing.T) {
 
 // assertFourthRepetitionQuiet replays tr's iterations four times in a row with marks and checks that
 // the fourth repetition makes no driver call.
-func assertFourthRepetitionQuiet(t *testing.T, tr *trace.Trace) { assertQuietFrom(t, tr, 4, 4) }
+func assertFourthRepetitionQuiet(t *testing.T, tr *trace.Trace) { assertQuietFrom(t, tr, 4, 4, true) }
 
-// assertQuietFrom replays tr's iterations reps times in a row with marks and checks that no
+// assertQuietFrom replays tr's iterations reps times in a row, with marks or not, and checks that no
 // repetition from the from-th on (1-based) makes a driver call.
-func assertQuietFrom(t *testing.T, tr *trace.Trace, reps, from int) {
+func assertQuietFrom(t *testing.T, tr *trace.Trace, reps, from int, marks bool) {
 	per := len(tr.Iterations())
-	res := replayMarked(t, cycled(t, tr, reps), 0, 0, true)
+	res := replayMarked(t, cycled(t, tr, reps), 0, 0, marks)
 	require.NoError(t, res.oom)
 	calls := res.callsPerIter
 	require.Len(t, calls, reps*per)
@@ -180,7 +180,7 @@ func TestMemoConvergesOnGPUTrainTraces(t *testing.T) {
 		t.Run(filepath.Base(tc.path), func(t *testing.T) {
 			tr, err := trace.ReadFile(tc.path)
 			require.NoError(t, err)
-			assertQuietFrom(t, tr, 6, tc.quietFrom)
+			assertQuietFrom(t, tr, 6, tc.quietFrom, true)
 		})
 	}
 }

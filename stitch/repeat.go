@@ -18,15 +18,22 @@ import "math/bits"
 // no live block uses it (flushing what is cached there), an exact match taking the cached block
 // lying there: the placements of the last time the context was seen, as a followed memo gives.
 //
+// Small requests that miss the cache, marked or not, go where the last small request of their
+// context went, when those bytes of its page are free (carveSmall, small.go), so that the small
+// pool's layout repeats too; and pages keep away from the places remembered contexts give large
+// requests (pageaway.go).
+//
 // Measured with gmlake-bench replay --repeat 4 (every iteration of a trace played four times in a
-// row), unmarked, driver calls per iteration in the fourth repetition: 0 on 12 of 15 traces (the
-// seven shared ones, the six held-out ones recorded on an H200 but Mixtral-MoE and T5, the
-// GPT-2-XL LoRA trace of stitch/testdata), against 0 on none without it (ViT-B/16, every
-// iteration the same shape: 32.2 -> 0; llama1b-full 51.9 -> 0); left: Mixtral-MoE 53.1, the
-// GPT-2-XL LoRA trace 25.2, T5 7.1 (loops that cycle through many shapes), and the two-stream
-// ZeRO-3 trace 93.8 (event calls, as marked). Capacity / peak active unmarked at most 0.0002
-// higher, and lower on ViT-B/16 (1.0098 -> 1.0028). Cost: a context step per request and a map
-// write per large request.
+// row), unmarked, driver calls per iteration in the fourth repetition: 0 on every single-stream
+// trace (the seven shared ones, the six held out, the three gpu-train recorded), all from the
+// third. Without contexts, 0 on none (ViT-B/16, every iteration the same shape: 32.2;
+// llama1b-full 51.9); with contexts for large requests alone, Mixtral-MoE 53.1, the GPT-2-XL LoRA
+// trace of stitch/testdata 25.2 and T5 7.1 (pages lying in remembered places). Without small
+// contexts the small pool drifts: Mixtral-MoE unmarked grows a page in its fourth repetition, the
+// opt1.3b-lora-ckpt-off soak marked one in its third (reliability.TestSoak), and opt1.3b-full's soak
+// unmarked stitches in its third (a 936 KiB block carved where a 1.5 GB request had gone). Cost: a
+// context step per request, a map write per large request and per small request that misses the
+// cache.
 
 // contextWindow is how many requests a context covers, this one included.
 const contextWindow = 4

@@ -25,6 +25,8 @@ type replayResult struct {
 	peakLive, peakReserved uint64
 	callsPerIter           []uint64 // driver calls made during each iteration (index = iteration)
 	eventCallsPerIter      []uint64 // of those, calls about events (record, poll, destroy)
+	recordsPerIter         []uint64 // events recorded during each iteration
+	missesPerIter          []uint64 // requests that missed the exact path during each iteration
 	stats                  stitch.Stats
 	oom                    error
 }
@@ -63,13 +65,16 @@ func replayMarked(tb testing.TB, tr *trace.Trace, capacity uint64, check int, ma
 		c := d.Calls()
 		return c[stitch.CallRecordEvent] + c[stitch.CallEventDone] + c[stitch.CallDestroyEvent]
 	}
-	iter, mark, eventMark := -1, d.TotalCalls(), eventCalls()
+	misses := func() uint64 { return e.Stats().Outcomes.Total() - e.Stats().Outcomes.Of(stitch.OutcomeExact) }
+	iter, mark, eventMark, recordMark, missMark := -1, d.TotalCalls(), eventCalls(), d.Calls()[stitch.CallRecordEvent], misses()
 	endIter := func() {
 		if iter >= 0 {
 			res.callsPerIter = append(res.callsPerIter, d.TotalCalls()-mark)
 			res.eventCallsPerIter = append(res.eventCallsPerIter, eventCalls()-eventMark)
+			res.recordsPerIter = append(res.recordsPerIter, d.Calls()[stitch.CallRecordEvent]-recordMark)
+			res.missesPerIter = append(res.missesPerIter, misses()-missMark)
 		}
-		mark, eventMark = d.TotalCalls(), eventCalls()
+		mark, eventMark, recordMark, missMark = d.TotalCalls(), eventCalls(), d.Calls()[stitch.CallRecordEvent], misses()
 	}
 	for i, ev := range tr.Events {
 		switch ev.Kind {
@@ -299,11 +304,13 @@ func TestSecondStreamMemoryIsReused(t *testing.T) {
 	require.NoError(t, res.oom)
 	t.Logf("fragmentation %.4f, driver calls per iteration %v", res.stats.Fragmentation(), res.callsPerIter)
 	assert.Less(t, res.stats.Fragmentation(), 0.02)
-	// Most frees record no event; misses poll and record at most a few per stream. (An iteration
-	// has about 1,250 frees: an event recorded and destroyed per free cost 2,500 calls.)
-	t.Logf("event calls per iteration %v", res.eventCallsPerIter)
+	// Most frees record no event: an event is recorded when a slow path finds frees its stream's
+	// events do not cover, so at most about one per miss. (An iteration has about 1,250 frees and
+	// 60-130 misses: an event recorded and destroyed per free would cost 2,500 calls.)
+	t.Logf("event calls per iteration %v, events recorded %v, misses %v", res.eventCallsPerIter, res.recordsPerIter, res.missesPerIter)
 	for i := 1; i < len(res.eventCallsPerIter); i++ {
-		assert.Less(t, res.eventCallsPerIter[i], uint64(250), "iteration %d", i)
+		assert.LessOrEqual(t, res.recordsPerIter[i], res.missesPerIter[i]+2, "iteration %d: events recorded, against misses", i)
+		assert.LessOrEqual(t, res.eventCallsPerIter[i], 3*res.recordsPerIter[i], "iteration %d: event calls, against events recorded", i)
 	}
 }
 
@@ -356,6 +363,29 @@ func TestUnmarkedLoopSettles(t *testing.T) {
 			for i := 3; i < len(res.callsPerIter); i++ {
 				assert.Zero(t, res.callsPerIter[i], "repetition %d", i)
 			}
+		})
+	}
+}
+
+// TestUnmarkedConvergesOnTraces: without marks, traces of many shapes repeated four times in a row
+// make no driver call in their fourth repetition: Mixtral-MoE and T5 (held-out families: experts of
+// varying loads, two varying lengths) and the GPT-2-XL LoRA trace gpu-train recorded (four lengths
+// in random order). Their pages keep away from the places of remembered contexts, and a page growth
+// gives the small pool all its pages at once (pageaway.go); with pages placed like any large
+// request the fourth repetitions made 850, 114 and 604 calls.
+func TestUnmarkedConvergesOnTraces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	for _, path := range []string{
+		filepath.Join("..", "testdata", "heldout", "mixtral-moe-full.trace.gz"),
+		filepath.Join("..", "testdata", "heldout", "t5base-encdec-full.trace.gz"),
+		filepath.Join("testdata", "gpt2xl-lora-h200-gpu-train.trace.gz"),
+	} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			tr, err := trace.ReadFile(path)
+			require.NoError(t, err)
+			assertQuietFrom(t, tr, 4, 4, false)
 		})
 	}
 }

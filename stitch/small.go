@@ -25,10 +25,10 @@ func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 	if b := e.carveNearThreshold(r); b != nil {
 		return b, OutcomeSplit, nil
 	}
-	// A page goes where the followed memo had one; once iterations are remembered, away from
-	// their large blocks' places (pageaway.go); else to the lowest free range that holds it (the
-	// highest once iterations are marked: carvePage), so that pages gather in one place from one
-	// iteration to the next instead of landing in whatever gap between large blocks fits.
+	// A page goes where the followed memo had one; once large requests' places are remembered,
+	// away from them (pageaway.go); else to the lowest free range that holds it (the highest once
+	// iterations are marked: carvePage), so that pages gather in one place from one iteration to
+	// the next instead of landing in whatever gap between large blocks fits.
 	var pb *block
 	out := OutcomeSplit
 	if h, ok := e.findPageMemo(); ok {
@@ -47,17 +47,22 @@ func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 		}
 	}
 	e.recordPlace(pb, true)
+	e.addPage(pb)
+	b := e.carveSmall(r)
+	if out == OutcomeExact {
+		out = OutcomeSplit
+	}
+	return b, out, nil
+}
+
+// addPage lends large block pb to the small pool as an empty page.
+func (e *Engine) addPage(pb *block) {
 	e.nextPageID++
 	p := &page{id: e.nextPageID, blk: pb}
 	e.setLive(pb, true)
 	pb.page = p
 	e.pages[p.id] = p
 	e.smallFree.add(span{start: uint64(pb.ptr), end: uint64(pb.ptr) + pb.size, owner: p.id})
-	b := e.carveSmall(r)
-	if out == OutcomeExact {
-		out = OutcomeSplit
-	}
-	return b, out, nil
 }
 
 // carveNearThreshold serves a small request of at least a quarter page from the large pool's free
@@ -75,17 +80,28 @@ func (e *Engine) carveNearThreshold(r uint64) *block {
 	return e.carveLarge(r)
 }
 
-// carveSmall takes r bytes from the best-fitting free range of any page.
+// carveSmall takes r bytes from a page: where the last small request of the current context went
+// if those bytes are free (repeat.go), so that the small pool's layout repeats with its script;
+// else from the best-fitting free range of any page.
 func (e *Engine) carveSmall(r uint64) *block {
-	sp, ok := e.smallFree.bestFit(r)
-	if !ok {
-		return nil
+	at, ok := e.smallContexts[e.ctx]
+	if _, free := e.smallFree.containing(at, at+r); !ok || !free {
+		sp, fits := e.smallFree.bestFit(r)
+		if !fits {
+			return nil
+		}
+		if len(e.smallContexts) >= maxContexts {
+			clear(e.smallContexts)
+		}
+		at = sp.start
+		e.smallContexts[e.ctx] = at
 	}
-	e.smallFree.take(sp.start, sp.start+r)
+	sp, _ := e.smallFree.containing(at, at+r)
+	e.smallFree.take(at, at+r)
 	p := e.pages[sp.owner]
 	p.used += r
 	b := e.newBlock()
-	b.kind, b.ptr, b.size, b.page = small, uintptr(sp.start), r, p
+	b.kind, b.ptr, b.size, b.page = small, uintptr(at), r, p
 	return b
 }
 
