@@ -26,9 +26,11 @@ const soakWarmupReps = 2
 // TestSoak replays every shared trace for many iterations (20 here; GMLAKE_LONG=1 or
 // GMLAKE_SOAK_ITERS=n for 1000): stitched blocks within the default budget at every iteration;
 // every block's physical bytes claimed in the shadow map; Check and the
-// accounting cross-check at every repetition's end; nothing left in the driver after Close. Under
-// -race only the three shortest traces: the soak is sequential, so the race detector adds nothing
-// to it but time (`make test` and `make reliability` soak every trace without it).
+// accounting cross-check at every repetition's end; nothing left in the driver after Close. And
+// the engine settles, marked or not: after the warm-up repetitions, no driver call and reserved
+// bytes flat (a training job that repeats itself must stop paying the driver). Under -race only
+// the three shortest traces: the soak is sequential, so the race detector adds nothing to it but
+// time (`make test` and `make reliability` soak every trace without it).
 func TestSoak(t *testing.T) {
 	iterations := envInt(t, "GMLAKE_SOAK_ITERS", 20)
 	if long() {
@@ -45,7 +47,12 @@ func TestSoak(t *testing.T) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			tr := tracetest.Load(t, filepath.Base(path))
 			for _, marked := range modes {
-				t.Run(soakMode(marked), func(t *testing.T) { soak(t, tr, iterations, 0, marked) })
+				t.Run(soakMode(marked), func(t *testing.T) {
+					r := soak(t, tr, iterations, 0, marked)
+					assert.Zero(t, r.steadyCalls, "driver calls in %d steady-state iterations", r.steadyIters)
+					assert.Equal(t, [2]uint64{r.reservedAfterWarmup, r.reservedAfterWarmup}, r.reservedSteady,
+						"reserved bytes after warm-up, then least and most in the steady iterations")
+				})
 			}
 		})
 	}
