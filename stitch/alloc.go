@@ -11,9 +11,7 @@ import (
 func (e *Engine) Alloc(size uint64, s Stream) (uintptr, error) {
 	e.mu.Lock()
 	e.iterOrd++
-	if !e.marked { // contexts place unmarked requests only (repeat.go)
-		e.stepContext(size)
-	}
+	e.stepContext(size)
 	// The exact-match path: a lookup, a list pop, a flag flip.
 	if s == e.hotStream && size-1 < e.capacity && !e.closed {
 		r := (size + alignment - 1) &^ (alignment - 1)

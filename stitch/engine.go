@@ -74,7 +74,6 @@ type Engine struct {
 	// Repeats (repeat.go).
 	ctxRing  [contextWindow]uint64 // the last requests' sizes and live bytes, mixed
 	ctxNext  uint64                // requests so far: the next index in ctxRing
-	ctx      uint64                // the current request's context
 	contexts map[uint64]contextPlace
 	// smallContexts: where the last small request of each context went (its first byte)
 	smallContexts map[uint64]uint64

@@ -47,15 +47,21 @@ type contextPlace struct {
 	at   home
 }
 
-// stepContext makes the current request's context from its size and the live bytes now.
+// stepContext notes the current request's size and the live bytes now: its part of the context
+// (context), the only work a context costs a request that hits the cache.
 func (e *Engine) stepContext(size uint64) {
 	e.ctxRing[e.ctxNext%contextWindow] = (size*0x9e3779b97f4a7c15 ^ e.live) * 0xbf58476d1ce4e5b9
 	e.ctxNext++
+}
+
+// context is the current request's context: its part and those of the contextWindow-1 requests
+// before it, mixed.
+func (e *Engine) context() uint64 {
 	var h uint64
 	for i := range uint64(contextWindow) {
 		h ^= bits.RotateLeft64(e.ctxRing[(e.ctxNext-1-i)%contextWindow], int(16*i))
 	}
-	e.ctx = h
+	return h
 }
 
 // repeatPlace returns the place the last request of the current context took, if it was of r
@@ -64,7 +70,7 @@ func (e *Engine) repeatPlace(r uint64) (home, bool) {
 	if e.marked {
 		return home{}, false
 	}
-	cp, ok := e.contexts[e.ctx]
+	cp, ok := e.contexts[e.context()]
 	if !ok || cp.size != r {
 		return home{}, false
 	}
@@ -79,5 +85,5 @@ func (e *Engine) rememberContext(b *block) {
 	if len(e.contexts) >= maxContexts {
 		clear(e.contexts)
 	}
-	e.contexts[e.ctx] = contextPlace{size: b.size, at: b.place()}
+	e.contexts[e.context()] = contextPlace{size: b.size, at: b.place()}
 }

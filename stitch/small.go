@@ -81,10 +81,11 @@ func (e *Engine) carveNearThreshold(r uint64) *block {
 }
 
 // carveSmall takes r bytes from a page: where the last small request of the current context went
-// if those bytes are free (repeat.go), so that the small pool's layout repeats with its script;
-// else from the best-fitting free range of any page.
+// if those bytes are free (repeat.go), so that the small pool's layout repeats with its script,
+// marked or not; else from the best-fitting free range of any page.
 func (e *Engine) carveSmall(r uint64) *block {
-	at, ok := e.smallContexts[e.ctx]
+	ctx := e.context()
+	at, ok := e.smallContexts[ctx]
 	if _, free := e.smallFree.containing(at, at+r); !ok || !free {
 		sp, fits := e.smallFree.bestFit(r)
 		if !fits {
@@ -94,7 +95,7 @@ func (e *Engine) carveSmall(r uint64) *block {
 			clear(e.smallContexts)
 		}
 		at = sp.start
-		e.smallContexts[e.ctx] = at
+		e.smallContexts[ctx] = at
 	}
 	sp, _ := e.smallFree.containing(at, at+r)
 	e.smallFree.take(at, at+r)
