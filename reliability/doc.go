@@ -50,9 +50,10 @@
 // in programs (at random, right after a fault, a Reset or an EmptyCache), in the fault sweep
 // (marked workloads, and a mark right after the request that met the fault), from several
 // goroutines at once (TestConcurrentMarkedIterations), and in the soak, which runs every trace
-// unmarked and marked (a mark at each iteration marker) and reports for each the repetition after
-// which driver calls stay at zero (settled-after-rep), views and reserved bytes at the end, and
-// total driver calls; TestSoakMarksNeedNoMoreMemory runs the marked soak with the capacity set to
+// unmarked and marked (a mark at each iteration marker), asserts that after the warm-up
+// repetitions no driver call is made and reserved bytes stay flat, and reports for each the
+// repetition after which driver calls stay at zero (settled-after-rep), views and reserved bytes
+// at the end, and total driver calls; TestSoakMarksNeedNoMoreMemory runs the marked soak with the capacity set to
 // the unmarked run's peak, where it must serve every request.
 //
 // NewSoak builds long periodic traces from the shared training traces: the prefix up to an
@@ -73,8 +74,8 @@
 //     shapes, each marking its own.
 //   - soak_test.go: every trace repeated (NewSoak), unmarked and marked (GMLAKE_SOAK_MARKS=0 or 1
 //     for one mode only): stitched blocks within the budget, shadow map throughout, no leak at
-//     Close; each run prints its steady-state figures (driver calls and reserved bytes after
-//     warm-up).
+//     Close, and after warm-up no driver call and flat reserved bytes; each run prints its
+//     steady-state figures.
 //   - streams_test.go: programs whose events complete only when the program says so
 //     (TestStreamOrdering), and the engine over host memory whose streams run behind, every block's
 //     bytes stamped (TestHostStreamOrdering), both under the stream guard.
