@@ -338,14 +338,22 @@ func (e *Engine) partialLoss(s span) uint64 {
 	return lo - s.start + s.end - hi
 }
 
-// setLive marks b live or cached, keeping its view's count of live bytes.
+// setLive marks b live or cached, keeping its view's count of live bytes and the room index.
 func (e *Engine) setLive(b *block, live bool) {
-	if b.kind == stitched && b.live != live {
+	if b.live == live {
+		return
+	}
+	if b.kind == stitched {
 		if live {
 			b.view.inUse += b.size
 		} else {
 			b.view.inUse -= b.size
 		}
+	}
+	if live {
+		e.occupy(b)
+	} else {
+		e.vacate(b)
 	}
 	b.live = live
 }

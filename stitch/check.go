@@ -23,6 +23,7 @@ func (e *Engine) Check() error {
 	e.checkPhysical(c)
 	e.checkViews(c)
 	e.checkPages(c)
+	e.checkRoom(c)
 	return errors.Join(c.errs...)
 }
 
@@ -376,5 +377,41 @@ func (e *Engine) checkPages(c *checker) {
 		if at != uint64(p.blk.ptr)+p.blk.size {
 			c.fail("page %d: covered up to %#x of [%#x, +%d)", id, at, p.blk.ptr, p.blk.size)
 		}
+	}
+}
+
+// checkRoom verifies the room index (room.go): exactly the gaps between the ranges of live large
+// blocks in the owner index.
+func (e *Engine) checkRoom(c *checker) {
+	e.checkFreeSet(c, "room", e.room)
+	var want []span
+	at := roomAll.start
+	e.owners.walkNodes(func(n *tnode) bool {
+		if n.b == nil || !n.b.live {
+			return true
+		}
+		if n.s.start > at {
+			want = append(want, span{start: at, end: n.s.start})
+		}
+		at = max(at, n.s.end)
+		return true
+	})
+	if at < roomAll.end {
+		want = append(want, span{start: at, end: roomAll.end})
+	}
+	var got []span
+	e.room.byAddr.walk(func(s span) bool { got = append(got, s); return true })
+	for i := range max(len(got), len(want)) {
+		switch {
+		case i >= len(want):
+			c.fail("room index: %+v, but live blocks own bytes there", got[i])
+		case i >= len(got):
+			c.fail("room index: %+v, which no live block owns, is missing", want[i])
+		case got[i] != want[i]:
+			c.fail("room index: %+v where live blocks leave %+v", got[i], want[i])
+		default:
+			continue
+		}
+		return
 	}
 }

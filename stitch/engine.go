@@ -35,6 +35,7 @@ type Engine struct {
 	// Free memory and blocks.
 	loose       *freeSet // loose arena ranges
 	owners      tree     // arena ranges owned by large blocks (live, cached, pages), by address
+	room        *freeSet // offsets no live large block owns (room.go)
 	flushBuf    []*block
 	flushHeap   []flushCandidate   // flushUntil's heap, kept for reuse
 	blocks      map[uintptr]*block // live and cached blocks by pointer (not pages)
@@ -154,6 +155,7 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	e.arenaBase = base
 	e.allocs = make(map[PhysHandle]*physAlloc)
 	e.loose = newFreeSet()
+	e.room = newRoom()
 	e.blocks = make(map[uintptr]*block)
 	e.hotLists = make(sizeLists)
 	e.otherLists = make(map[Stream]sizeLists)

@@ -131,12 +131,25 @@ func (e *Engine) findIdle(r uint64) (idleWindow, bool) {
 // idleRuns feeds t the arena's idle bytes in address order: loose ranges and the ranges of idle
 // cached blocks.
 func (e *Engine) idleRuns(t *runTracker) {
+	if e.multiStream {
+		// Whether a cached block is idle then depends on its stream's events, which the
+		// question itself polls: walk every block, in address order.
+		e.idleRunsIn(t, roomAll)
+		return
+	}
+	// With one stream every cached block is idle, and an idle run lies in a room span (room.go):
+	// only the room spans of at least t.r bytes can hold a run t reports.
+	e.roomAtLeast(t.r, func(s span) { e.idleRunsIn(t, s) })
+}
+
+// idleRunsIn feeds t the idle bytes of arena range in in address order, then closes t's run.
+func (e *Engine) idleRunsIn(t *runTracker, in span) {
 	// Merge the two address-ordered trees in one pass each.
 	loose := e.looseBuf[:0]
-	e.loose.byAddr.walk(func(s span) bool { loose = append(loose, s); return true })
+	e.loose.byAddr.overlapping(in.start, in.end, func(n *tnode) bool { loose = append(loose, n.s); return true })
 	e.looseBuf = loose
 	i := 0
-	e.owners.walkNodes(func(n *tnode) bool {
+	e.owners.overlapping(in.start, in.end, func(n *tnode) bool {
 		for ; i < len(loose) && loose[i].start < n.s.start; i++ {
 			t.extend(loose[i].start, loose[i].end, 0)
 		}
@@ -158,7 +171,7 @@ func (e *Engine) idleRuns(t *runTracker) {
 func (e *Engine) idlePlan(r uint64) ([]span, uint64) {
 	return e.planFrom(r, func(fn func(span)) {
 		t := runTracker{r: 1, segs: e.segBuf[:0], found: func(start, end uint64, _ []idleSeg) { fn(span{start: start, end: end}) }}
-		e.idleRuns(&t)
+		e.idleRunsIn(&t, roomAll) // every run, in address order
 		e.segBuf = t.segs[:0]
 	})
 }

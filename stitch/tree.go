@@ -101,6 +101,13 @@ func (t *tree) ownerAt(pos uint64) *tnode {
 	return nil
 }
 
+// ascend calls fn on the node of every span not ordered before key, in order, until fn returns
+// false. fn must not change the tree. O(log n + k) for k nodes visited.
+func (t *tree) ascend(key span, fn func(*tnode) bool) {
+	hi, lo := t.key(key)
+	t.t.AscendRange(hi, lo, ^uint64(0), ^uint64(0), func(n *treap.Node[tnode]) bool { return fn(&n.Value) })
+}
+
 // max returns the last span in order.
 func (t *tree) max() (span, bool) {
 	if n := t.t.Max(); n != nil {

@@ -1,0 +1,48 @@
+package stitch
+
+import "math"
+
+// The room index: the arena ranges no live large block owns, coalesced, by address and by size.
+// An idle run (loose bytes and idle cached blocks, see idle.go) never crosses a live block, so it
+// lies inside one room span; a query for idle runs of r bytes visits only the room spans of at
+// least r bytes instead of every block of the arena. The index is kept as blocks go live and
+// cached (setLive) and as live blocks give their bytes back (releaseLarge); Check verifies it
+// against the owner index.
+
+// roomAll is the whole offset space the room index starts as: every offset, no block live.
+var roomAll = span{start: 0, end: math.MaxUint64}
+
+func newRoom() *freeSet {
+	f := newFreeSet()
+	f.add(roomAll)
+	return f
+}
+
+// occupy takes the arena ranges of large block b, going live, out of the room index.
+func (e *Engine) occupy(b *block) {
+	e.eachArenaRange(b, func(s span) {
+		if !e.room.take(s.start, s.end) {
+			panic("stitch: a block going live over bytes another live block owns")
+		}
+	})
+}
+
+// vacate gives the arena ranges of large block b, no longer live, back to the room index.
+func (e *Engine) vacate(b *block) {
+	e.eachArenaRange(b, func(s span) { e.room.insert(s) })
+}
+
+// eachArenaRange calls fn on each arena range large block b owns (none for a small block).
+func (e *Engine) eachArenaRange(b *block, fn func(span)) {
+	switch b.kind {
+	case primitive:
+		fn(span{start: b.pos, end: b.pos + b.size})
+	case stitched:
+		window(b.view, b.voff, b.size, func(p span) bool { fn(span{start: p.start, end: p.end}); return true })
+	}
+}
+
+// roomAtLeast calls fn on every room span of at least r bytes, smallest first.
+func (e *Engine) roomAtLeast(r uint64, fn func(span)) {
+	e.room.bySize.ascend(span{start: 0, end: r}, func(n *tnode) bool { fn(n.s); return true })
+}
