@@ -7,7 +7,7 @@ import (
 
 // nullDriver is a Driver that only hands out numbers: enough to lay out an engine's arena for a
 // benchmark of its searches (the simulator, driver/sim, imports this package).
-type nullDriver struct{ next uint64 }
+type nullDriver struct{ next, reserved uint64 }
 
 func (d *nullDriver) Granularity() uint64 { return 2 << 20 }
 func (d *nullDriver) Create(uint64) (PhysHandle, error) {
@@ -16,8 +16,9 @@ func (d *nullDriver) Create(uint64) (PhysHandle, error) {
 }
 func (d *nullDriver) Release(PhysHandle) error { return nil }
 func (d *nullDriver) Reserve(size uint64) (uintptr, error) {
-	d.next += size
-	return uintptr(1<<44 + d.next), nil
+	base := uintptr(1<<44 + d.reserved) // ranges never overlap
+	d.reserved += size
+	return base, nil
 }
 func (d *nullDriver) Free(uintptr, uint64) error                    { return nil }
 func (d *nullDriver) Map(uintptr, uint64, PhysHandle, uint64) error { return nil }
@@ -31,8 +32,9 @@ func (d *nullDriver) MemInfo() (free, total uint64, err error)      { return 1 <
 
 // BenchmarkFindIdle times the idle-window search of a miss (findIdle) in an arena of n live
 // 2 MiB blocks with every tenth cached, for a request no idle run holds: the search a miss makes
-// before it stitches. It walks every block of the arena, so its time grows with the live blocks:
-// 0.05 ms at 1,000, 0.35 ms at 10,000, 11.6 ms at 100,000 (2 cores, shared).
+// before it stitches. It visits only the room spans (room.go) of at least the request's size, so
+// its time does not grow with the live blocks: 1.8 µs at 1,000, 0.6 µs at 10,000, 0.7 µs at
+// 100,000 (2 cores, shared).
 func BenchmarkFindIdle(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("live=%d", n), func(b *testing.B) {
