@@ -63,6 +63,7 @@ func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
 	}
 	r := (size + alignment - 1) &^ (alignment - 1)
 	e.slowPaths++
+	e.syncRoom() // the queue holds at most the blocks freed or reused since the last miss
 	if !e.streamSeen {
 		// The first stream used is the hot one, whichever it is; nothing is cached yet.
 		e.hotStream, e.streamSeen = s, true
@@ -350,11 +351,7 @@ func (e *Engine) setLive(b *block, live bool) {
 			b.view.inUse -= b.size
 		}
 	}
-	if live {
-		e.occupy(b)
-	} else {
-		e.vacate(b)
-	}
+	e.roomChanged(b)
 	b.live = live
 }
 

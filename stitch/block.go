@@ -24,6 +24,9 @@ type block struct {
 	page   *page  // small: the page holding it; large: the page it is, while the small pool holds it
 	stream Stream
 
+	roomLive  bool // live as the room index has it (room.go)
+	roomQueue bool // in Engine.roomQueue: roomLive may differ from live
+
 	// Set while cached.
 	freeEpoch uint64 // Engine.epoch at free: a Synchronize since then makes it safe everywhere
 	freeSeq   uint64 // its number among its stream's frees, when several streams are in use

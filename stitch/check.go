@@ -380,14 +380,15 @@ func (e *Engine) checkPages(c *checker) {
 	}
 }
 
-// checkRoom verifies the room index (room.go): exactly the gaps between the ranges of live large
-// blocks in the owner index.
+// checkRoom verifies the room index (room.go): exactly the gaps between the ranges of the large
+// blocks in the owner index that it holds live, and every block whose liveness it has not caught
+// up with is queued.
 func (e *Engine) checkRoom(c *checker) {
 	e.checkFreeSet(c, "room", e.room)
 	var want []span
 	at := roomAll.start
 	e.owners.walkNodes(func(n *tnode) bool {
-		if n.b == nil || !n.b.live {
+		if n.b == nil || !n.b.roomLive {
 			return true
 		}
 		if n.s.start > at {
@@ -398,6 +399,17 @@ func (e *Engine) checkRoom(c *checker) {
 	})
 	if at < roomAll.end {
 		want = append(want, span{start: at, end: roomAll.end})
+	}
+	queued := func(b *block, what string) {
+		if b.kind != small && b.roomLive != b.live && !b.roomQueue {
+			c.fail("room index: %s %#x is live=%v, indexed live=%v, and not queued", what, b.ptr, b.live, b.roomLive)
+		}
+	}
+	for _, b := range e.blocks {
+		queued(b, "block")
+	}
+	for _, p := range e.pages {
+		queued(p.blk, "page")
 	}
 	var got []span
 	e.room.byAddr.walk(func(s span) bool { got = append(got, s); return true })

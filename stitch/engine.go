@@ -36,6 +36,7 @@ type Engine struct {
 	loose       *freeSet // loose arena ranges
 	owners      tree     // arena ranges owned by large blocks (live, cached, pages), by address
 	room        *freeSet // offsets no live large block owns (room.go)
+	roomQueue   []*block // blocks gone live or cached since the room index was brought up to date
 	flushBuf    []*block
 	flushHeap   []flushCandidate   // flushUntil's heap, kept for reuse
 	blocks      map[uintptr]*block // live and cached blocks by pointer (not pages)

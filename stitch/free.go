@@ -130,8 +130,9 @@ func (e *Engine) flush(b *block) uint64 {
 // releaseLarge returns a large block's bytes to the loose set (its view, if stitched, goes idle);
 // it returns the size of the largest loose range they joined.
 func (e *Engine) releaseLarge(b *block) uint64 {
-	if b.live {
-		e.vacate(b) // a page: live while the small pool holds it
+	if b.roomLive {
+		e.vacate(b) // while its ranges are still known
+		b.roomLive = false
 	}
 	if b.kind == primitive {
 		s := span{start: b.pos, end: b.pos + b.size}

@@ -139,6 +139,7 @@ func (e *Engine) idleRuns(t *runTracker) {
 	}
 	// With one stream every cached block is idle, and an idle run lies in a room span (room.go):
 	// only the room spans of at least t.r bytes can hold a run t reports.
+	e.syncRoom()
 	e.roomAtLeast(t.r, func(s span) { e.idleRunsIn(t, s) })
 }
 

@@ -8,6 +8,10 @@ import "math"
 // least r bytes instead of every block of the arena. The index is kept as blocks go live and
 // cached (setLive) and as live blocks give their bytes back (releaseLarge); Check verifies it
 // against the owner index.
+//
+// The exact path only queues a block whose liveness changed (roomChanged); the slow path brings
+// the index up to date (syncRoom) before it searches, so that an alloc+free pair costs no tree
+// update. A block leaving the arena (releaseLarge) gives its ranges back at once.
 
 // roomAll is the whole offset space the room index starts as: every offset, no block live.
 var roomAll = span{start: 0, end: math.MaxUint64}
@@ -16,6 +20,33 @@ func newRoom() *freeSet {
 	f := newFreeSet()
 	f.add(roomAll)
 	return f
+}
+
+// roomChanged queues large block b, whose liveness is changing, for syncRoom.
+func (e *Engine) roomChanged(b *block) {
+	if !b.roomQueue && b.kind != small {
+		b.roomQueue = true
+		e.roomQueue = append(e.roomQueue, b)
+	}
+}
+
+// syncRoom brings the room index up to date with the queued blocks. A queued block since recycled
+// reads as neither live nor indexed, and one queued twice is brought up to date once: both do nothing.
+func (e *Engine) syncRoom() {
+	for _, b := range e.roomQueue {
+		b.roomQueue = false
+		if b.roomLive == b.live {
+			continue
+		}
+		if b.live {
+			e.occupy(b)
+		} else {
+			e.vacate(b)
+		}
+		b.roomLive = b.live
+	}
+	clear(e.roomQueue)
+	e.roomQueue = e.roomQueue[:0]
 }
 
 // occupy takes the arena ranges of large block b, going live, out of the room index.
