@@ -93,20 +93,18 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		byAllocator := map[string][]*result{}
-		for round, order := range (traincmd.Rounds{Allocators: c.Allocators, N: c.Rounds}).Order() {
+		rounds := traincmd.Rounds{Allocators: c.Allocators, N: c.Rounds}
+		byAllocator, err := traincmd.Run(rounds, func(round int, alloc string) (*result, error) {
 			rc := *c
 			if round > 0 { // the batch search and the trace belong to the first round
 				rc.MaxBatch, rc.Trace = false, ""
 			}
-			for _, alloc := range order {
-				r := rc.session(env, model, w, alloc, stderr)
-				r.Round = round
-				byAllocator[alloc] = append(byAllocator[alloc], r)
-				if err := enc.Encode(r); err != nil {
-					return err
-				}
-			}
+			r := rc.session(env, model, w, alloc, stderr)
+			r.Round = round
+			return r, enc.Encode(r)
+		})
+		if err != nil {
+			return err
 		}
 		for _, alloc := range c.Allocators {
 			results = append(results, foldRounds(byAllocator[alloc]))

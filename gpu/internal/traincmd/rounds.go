@@ -29,6 +29,22 @@ func (r Rounds) Order() [][]string {
 	return order
 }
 
+// Run runs every allocator's rounds in the order of Order and gives each allocator's results in
+// round order; it stops at the first error.
+func Run[R any](r Rounds, run func(round int, allocator string) (R, error)) (map[string][]R, error) {
+	byAllocator := make(map[string][]R, len(r.Allocators))
+	for round, order := range r.Order() {
+		for _, a := range order {
+			res, err := run(round, a)
+			if err != nil {
+				return nil, err
+			}
+			byAllocator[a] = append(byAllocator[a], res)
+		}
+	}
+	return byAllocator, nil
+}
+
 // Timing is an allocator's step times over rounds: the mean of the rounds' mean steady steps, the
 // shortest step of any round, and the shortest warm-up of any round. The warm-up is the least, not
 // the mean, because the process's first run also pays one-time costs that belong to no allocator

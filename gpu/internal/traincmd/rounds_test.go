@@ -26,3 +26,16 @@ func TestFold(t *testing.T) {
 	assert.Equal(t, []float64{14, 12}, got.RoundStepMs)
 	assert.Equal(t, Timing{}, Fold(nil, times))
 }
+
+func TestRun(t *testing.T) {
+	var ran []string
+	got, err := Run(Rounds{Allocators: []string{"a", "b"}, N: 2}, func(round int, a string) (int, error) {
+		ran = append(ran, a)
+		return round, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "b", "a"}, ran)
+	assert.Equal(t, map[string][]int{"a": {0, 1}, "b": {0, 1}}, got)
+	_, err = Run(Rounds{Allocators: []string{"a"}}, func(int, string) (int, error) { return 0, assert.AnError })
+	assert.ErrorIs(t, err, assert.AnError)
+}
