@@ -78,7 +78,7 @@ func (e *Engine) checkBlocks(c *checker) {
 			c.fail("block %#x: size %d, requested %d", ptr, b.size, b.req)
 		}
 		// Large-pool blocks below the threshold are near-threshold small requests (carveNearThreshold).
-		if b.kind == small && b.size >= e.cfg.smallThreshold || b.kind != small && b.size < min(e.cfg.smallThreshold, e.pageSize/4) {
+		if b.kind == small && b.size >= e.cfg.smallThreshold || b.kind != small && b.size < min(e.cfg.smallThreshold, e.pageSize/nearThresholdShare) {
 			c.fail("block %#x: kind %d with size %d", ptr, b.kind, b.size)
 		}
 		if b.kind != small && b.page != nil {

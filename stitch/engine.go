@@ -135,7 +135,7 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	}
 	e.pageSize = c.smallPage
 	if e.pageSize == 0 {
-		e.pageSize = 2 * c.smallThreshold
+		e.pageSize = pageThresholds * c.smallThreshold
 	}
 	e.pageSize = max(e.g, roundUp(e.pageSize, e.g))
 	if c.smallThreshold > e.pageSize {
@@ -144,8 +144,8 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	e.cfg.handleSize = max(e.g, roundUp(e.cfg.handleSize, e.g))
 	e.arenaSize = roundUp(e.capacity, e.g)
 	if e.cfg.maxViewBytes == 0 {
-		e.cfg.maxViewBytes = 16 * e.arenaSize
-		if e.cfg.maxViewBytes/16 != e.arenaSize {
+		e.cfg.maxViewBytes = viewBytesPerArena * e.arenaSize
+		if e.cfg.maxViewBytes/viewBytesPerArena != e.arenaSize {
 			e.cfg.maxViewBytes = ^uint64(0)
 		}
 	}

@@ -9,9 +9,6 @@ type home struct {
 	off uint64
 }
 
-// maxHomes bounds the places remembered per size; the least recently used goes first.
-const maxHomes = 1024
-
 // rememberHome records where large block b lies, as a place for later requests of its size; the
 // list of a size is ordered least recently used first.
 func (e *Engine) rememberHome(b *block) {

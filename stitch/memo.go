@@ -60,17 +60,6 @@ func (m memo) at(ord uint64) (int, bool) {
 	return slices.BinarySearchFunc(m, ord, func(x memoEntry, o uint64) int { return cmp.Compare(x.ord, o) })
 }
 
-// maxRemembered bounds the requests all memos hold together (a memoEntry is 40 bytes: 80 MiB), so
-// that memos cost host memory in proportion to the script, not to the number of shapes; maxMemos
-// bounds their number, which the choice of a memo walks.
-const (
-	maxRemembered = 1 << 21
-	maxMemos      = 4096
-)
-
-// maxMemoEntries bounds one iteration's memo; requests past it are not remembered.
-const maxMemoEntries = 1 << 18
-
 // MarkIteration tells the engine that a training iteration begins. It is a hint: it changes where
 // blocks go, never whether a request is served. Without it the engine works as before, with no
 // memos.

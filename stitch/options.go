@@ -5,15 +5,6 @@ import (
 	"log/slog"
 )
 
-// Defaults of the options.
-const (
-	DefaultSmallThreshold = 1 << 20 // requests below it come from small pages
-	DefaultMinStitch      = 0       // free ranges below it are never stitched (GLake's fragLimit); see WithMinStitch
-	DefaultMaxViews       = 8192    // views (stitched virtual ranges) kept cached
-	DefaultGrowthSlack    = 0       // growth headroom cap, a fraction of reserved memory; see WithGrowthSlack
-	alignment             = 512     // every block size is a multiple of this
-)
-
 // Option configures an Engine.
 type Option func(*config) error
 

@@ -35,16 +35,6 @@ import (
 // from its third repetition. Fewer memos kept clear leave more late calls, and smaller page growths
 // more calls in all.
 
-// pageAwayMemos is how many of the most recent memos a new page keeps clear of.
-const pageAwayMemos = 8
-
-// A growth for a page creates pageGrowth pages, or a pageGrowthShare-th of the pages there are if
-// that is more.
-const (
-	pageGrowth      = 16
-	pageGrowthShare = 8
-)
-
 // placePageAway returns a new page where no remembered large request went; nil when nothing is
 // remembered yet or the capacity leaves no room.
 func (e *Engine) placePageAway() *block {

@@ -35,12 +35,6 @@ import "math/bits"
 // context step per request, a map write per large request and per small request that misses the
 // cache.
 
-// contextWindow is how many requests a context covers, this one included.
-const contextWindow = 4
-
-// maxContexts bounds the remembered contexts; past it they are forgotten all at once.
-const maxContexts = 1 << 20
-
 // contextPlace is where the last large request of a context went.
 type contextPlace struct {
 	size uint64

@@ -74,7 +74,7 @@ func (e *Engine) addPage(pb *block) {
 // of shapes never stops calling the driver). The large pool's best fit takes the shortest free
 // range that holds it, often a piece a stitch could not use. nil when nothing fits.
 func (e *Engine) carveNearThreshold(r uint64) *block {
-	if r < e.pageSize/4 || 4*e.smallFree.bytes < uint64(len(e.pages))*e.pageSize {
+	if r < e.pageSize/nearThresholdShare || nearThresholdShare*e.smallFree.bytes < uint64(len(e.pages))*e.pageSize {
 		return nil
 	}
 	return e.carveLarge(r)

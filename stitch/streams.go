@@ -18,8 +18,6 @@ type pendingEvent struct {
 	covered uint64 // frees recorded before it
 }
 
-const maxPendingEvents = 4
-
 // clockFor returns stream s's clock, making it if needed.
 func (e *Engine) clockFor(s Stream) *streamClock {
 	c := e.clocks[s]

@@ -231,19 +231,13 @@ func window(v *view, off, size uint64, fn func(span) bool) {
 	}
 }
 
-// maxViewScan bounds the views a miss looks through (matchView, findWindow, findIdle), most
-// recently used first, so that a miss costs the same with a hundred cached views or thousands.
-// Views beyond it are not searched; they are still found by the homes of their sizes and by exact
-// matches of their cached blocks, and released least recently used first by the budget.
-const maxViewScan = 256
-
 // matchView finds a view of r bytes or a little more (the stitched block an earlier request of
 // this size made, as GMLake's exact match of a stitched block) whose first r bytes no live block
 // uses, flushes the cached blocks there, and returns it; nil if there is none.
 func (e *Engine) matchView(r uint64) *view {
 	var best *view
 	for v, seen := e.viewNewest, 0; v != nil && seen < maxViewScan; v, seen = v.older, seen+1 {
-		if v.cap < r || v.cap > r+r/4 || v.cap-v.inUse < r || (best != nil && (v.cap > best.cap || v.cap == best.cap && v.pieces[0].start >= best.pieces[0].start)) {
+		if v.cap < r || v.cap > r+r/viewMatchShare || v.cap-v.inUse < r || (best != nil && (v.cap > best.cap || v.cap == best.cap && v.pieces[0].start >= best.pieces[0].start)) {
 			continue
 		}
 		ok := true

@@ -1,0 +1,109 @@
+package stitch
+
+// Every constant that steers the engine's policy, in one place: what it steers and, where the
+// bench results show it, what it wins. The figures are gmlake-bench replay --repeat 4 (every
+// iteration of a trace played four times in a row) on the simulated H200 unless said otherwise;
+// "calls in the 4th" is driver calls per iteration in the fourth repetition. A constant that no
+// replay has been measured against says so.
+
+// Defaults of the options (options.go).
+const (
+	// DefaultSmallThreshold: requests below it come from small pages (small.go). PyTorch's
+	// split between its small and large pools; not measured against other values.
+	DefaultSmallThreshold = 1 << 20
+	// DefaultMinStitch: free ranges below it are never stitched (GLake's fragLimit). On the
+	// shared traces a limit of 64 KiB or 1 MiB cost up to 0.4% more memory (WithMinStitch), so
+	// there is none.
+	DefaultMinStitch = 0
+	// DefaultMaxViews: views (stitched virtual ranges) kept cached, least recently used released
+	// first. Only long unmarked runs reach it (gpt2xl-full-ckpt unmarked, 3000 iterations, held
+	// 8192 views at the end: results/reliability/soak-marks-2026-11-29.md); a smaller budget
+	// releases views that a later iteration stitches again.
+	DefaultMaxViews = 8192
+	// DefaultGrowthSlack: growth headroom cap, a fraction of reserved memory (WithGrowthSlack).
+	// 0 keeps reserved memory at what the peak needs; the gmlake/slack=0.005 column of
+	// results/bench/RESULTS.md shows what headroom trades.
+	DefaultGrowthSlack = 0
+)
+
+// Defaults the options derive from others (New).
+const (
+	// pageThresholds: the default page is this many times the small threshold (rounded up to
+	// Granularity), as PyTorch's 2 MiB segments for requests below 1 MiB.
+	pageThresholds = 2
+	// viewBytesPerArena: the default virtual-byte budget of the views is this many times the
+	// arena. A bound on address space, not a policy: the count budget (DefaultMaxViews) binds first
+	// on every trace.
+	viewBytesPerArena = 16
+)
+
+// Places remembered per size (homes.go).
+const (
+	// maxHomes bounds the places remembered per size; the least recently used goes first. It
+	// bounds the home search of a miss (findHome walks them all).
+	maxHomes = 1024
+)
+
+// Stitched views (view.go).
+const (
+	// maxViewScan bounds the views a miss looks through (matchView, findWindow, findIdle), most
+	// recently used first, so that a miss costs the same with a hundred cached views or thousands
+	// (BenchmarkMissManyViews: 0.05 ms per miss at 100 views and 0.5 ms at 5000, against 4.7 ms
+	// without the bound). Views beyond it are not searched; they are still found by the homes of
+	// their sizes and by exact matches of their cached blocks, and released least recently used
+	// first by the budget.
+	maxViewScan = 256
+	// viewMatchShare: matchView reuses a view of r bytes up to r + r/viewMatchShare (GMLake's
+	// exact match of a stitched block, with some slack).
+	viewMatchShare = 4
+)
+
+// The small pool (small.go, pageaway.go).
+const (
+	// nearThresholdShare: a small request of at least 1/nearThresholdShare of a page that no page
+	// can hold while 1/nearThresholdShare of the small pool is free is carved from the large pool
+	// instead (carveNearThreshold), so that pages fragmented by other sizes are not added for it.
+	nearThresholdShare = 4
+	// pageAwayMemos is how many of the most recent memos a new page keeps clear of (pageaway.go).
+	pageAwayMemos = 8
+	// A growth for a page creates pageGrowth pages, or a pageGrowthShare-th of the pages there are
+	// if that is more, all of which join the small pool at once. With a fixed 16 pages a small pool
+	// that creeps grows late (the GPT-2-XL LoRA gpu-train trace marked: 33 calls in the 4th); in
+	// proportion to the pool, every trace makes none from its third repetition.
+	pageGrowth      = 16
+	pageGrowthShare = 8
+)
+
+// Iteration memos (memo.go).
+const (
+	// maxRemembered bounds the requests all memos hold together (a memoEntry is 40 bytes: 80 MiB),
+	// so that memos cost host memory in proportion to the script, not to the number of shapes;
+	// maxMemos bounds their number, which the choice of a memo walks. With memos bounded to 64
+	// shapes, a marked run of 113 lengths kept calling the driver on lengths seen before
+	// (reliability.TestMarkedRunOfManyShapes).
+	maxRemembered = 1 << 21
+	maxMemos      = 4096
+	// maxMemoEntries bounds one iteration's memo; requests past it are not remembered. A bound on
+	// host memory.
+	maxMemoEntries = 1 << 18
+)
+
+// Contexts: settling without marks (repeat.go).
+const (
+	// contextWindow is how many requests a context covers, this one included.
+	contextWindow = 4
+	// maxContexts bounds the remembered contexts; past it they are forgotten all at once. A bound
+	// on host memory.
+	maxContexts = 1 << 20
+)
+
+// Streams (streams.go).
+const (
+	// maxPendingEvents bounds the events pending per stream; a slow path that finds the bound
+	// reached records none. Unmeasured beyond the two-stream trace of stitch/testdata.
+	maxPendingEvents = 4
+)
+
+// alignment: every block size is a multiple of it (PyTorch's rounding). Not a policy knob: the
+// unit of every size the engine keeps.
+const alignment = 512
