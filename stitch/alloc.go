@@ -63,7 +63,12 @@ func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
 	}
 	r := (size + alignment - 1) &^ (alignment - 1)
 	e.slowPaths++
-	e.syncRoom() // the queue holds at most the blocks freed or reused since the last miss
+	if len(e.roomQueue) > roomQueueBound+2*len(e.blocks) {
+		// Only findIdle reads the room index, and brings it up to date itself; a miss served
+		// elsewhere (a memo's place, a home) leaves the queue, where a block that went cached and
+		// live again since costs nothing. This bounds the queue's memory.
+		e.syncRoom()
+	}
 	if !e.streamSeen {
 		// The first stream used is the hot one, whichever it is; nothing is cached yet.
 		e.hotStream, e.streamSeen = s, true

@@ -9,9 +9,11 @@ import "math"
 // cached (setLive) and as live blocks give their bytes back (releaseLarge); Check verifies it
 // against the owner index.
 //
-// The exact path only queues a block whose liveness changed (roomChanged); the slow path brings
-// the index up to date (syncRoom) before it searches, so that an alloc+free pair costs no tree
-// update. A block leaving the arena (releaseLarge) gives its ranges back at once.
+// The exact path only queues a block whose liveness changed (roomChanged); findIdle brings the
+// index up to date (syncRoom) before it searches, so that an alloc+free pair costs no tree update,
+// and neither does a miss served elsewhere (a memo's place, a home): in the steady iterations of a
+// training loop most blocks queued between two searches are back where the index has them. A
+// block leaving the arena (releaseLarge) gives its ranges back at once.
 
 // roomAll is the whole offset space the room index starts as: every offset, no block live.
 var roomAll = span{start: 0, end: math.MaxUint64}
@@ -21,6 +23,11 @@ func newRoom() *freeSet {
 	f.add(roomAll)
 	return f
 }
+
+// roomQueueBound: a miss brings the room index up to date anyway once the queue holds more than
+// this many entries beyond twice the blocks (a block recycled while queued may be queued again),
+// so that the queue's memory stays proportional to the blocks.
+const roomQueueBound = 1024
 
 // roomChanged queues large block b, whose liveness is changing, for syncRoom.
 func (e *Engine) roomChanged(b *block) {
