@@ -23,6 +23,7 @@ type block struct {
 	voff   uint64 // stitched: offset of the window in the view
 	page   *page  // small: the page holding it; large: the page it is, while the small pool holds it
 	stream Stream
+	serial uint64 // distinct for each block newBlock makes: a recycled struct is another block
 
 	roomLive  bool // live as the room index has it (room.go)
 	roomQueue bool // in Engine.roomQueue: roomLive may differ from live
@@ -130,12 +131,14 @@ func (a *ageList) unlink(b *block) {
 type sizeLists map[uint64]*freeList
 
 func (e *Engine) newBlock() *block {
+	e.serials++
 	if b := e.spare; b != nil {
 		e.spare = b.next
 		b.next = nil
+		b.serial = e.serials
 		return b
 	}
-	return &block{}
+	return &block{serial: e.serials}
 }
 
 func (e *Engine) recycle(b *block) {

@@ -51,6 +51,7 @@ type Engine struct {
 	slowPaths   uint64 // requests that missed the exact path: the clock of event polls
 	epoch       uint64 // successful Synchronize calls
 	spare       *block // recycled block structs, linked through next
+	serials     uint64 // block serials handed out (newBlock)
 
 	// Stitching (view.go).
 	views      map[uintptr]*view
@@ -58,10 +59,10 @@ type Engine struct {
 	viewOldest *view // every view, least recently used first
 	viewNewest *view
 	candBuf    []candidate
-	looseBuf   []span            // loose ranges in address order, for idleRuns
-	segBuf     []idleSeg         // segments of an idle run, for findIdle
-	placeBuf   []span            // the arena pieces of a place being taken, for takeHome
-	homes      map[uint64][]home // places where blocks of each size lay (homes.go)
+	looseBuf   []span                 // loose ranges in address order, for idleRuns
+	segBuf     []idleSeg              // segments of an idle run, for findIdle
+	placeBuf   []span                 // the arena pieces of a place being taken, for takeHome
+	homes      map[uint64][]homeEntry // places where blocks of each size lay (homes.go)
 
 	// Iteration memos (memo.go).
 	marked     bool        // MarkIteration has been called
@@ -161,7 +162,7 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	e.hotLists = make(sizeLists)
 	e.otherLists = make(map[Stream]sizeLists)
 	e.clocks = make(map[Stream]*streamClock)
-	e.homes = make(map[uint64][]home)
+	e.homes = make(map[uint64][]homeEntry)
 	e.contexts = make(map[uint64]contextPlace)
 	e.smallContexts = make(map[uint64]uint64)
 	e.views = make(map[uintptr]*view)

@@ -201,7 +201,7 @@ func (e *Engine) placeFree(h home, r uint64) bool {
 	if h.v != nil && h.v.gone {
 		return false // the view was released
 	}
-	_, ok := e.homeCost(h, r, ^uint64(0))
+	_, ok, _ := e.homeCost(h, r, ^uint64(0))
 	return ok
 }
 
