@@ -1,0 +1,76 @@
+package stitch
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// findHomeByWalk is findHome with every home walked: what the skipping of homes whose blocker is
+// still live must not change.
+func (e *Engine) findHomeByWalk(r uint64) (home, bool) {
+	var best home
+	bestCost := ^uint64(0)
+	found := false
+	hs := e.homes[r]
+	for i := len(hs) - 1; i >= 0 && bestCost > 0; i-- {
+		if h := hs[i].at; h.v == nil || !h.v.gone {
+			if cost, ok, _ := e.homeCost(h, r, bestCost); ok && cost < bestCost {
+				best, bestCost, found = h, cost, true
+			}
+		}
+	}
+	return best, found
+}
+
+// TestFindHomeSkipsOnlyBlockedHomes: through random large allocations and frees (homes re-taken,
+// blocks flushed and their structs recycled into blocks elsewhere), findHome chooses what a walk
+// of every home chooses, and the homes it skips were blocked.
+func TestFindHomeSkipsOnlyBlockedHomes(t *testing.T) {
+	const mib = 1 << 20
+	e, err := New(&nullDriver{}, WithCapacity(96*mib))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	rng := rand.New(rand.NewPCG(3, 5))
+	sizes := []uint64{2 * mib, 3 * mib, 5*mib + mib/2, 8 * mib, 13 * mib}
+	type held struct {
+		ptr  uintptr
+		size uint64
+	}
+	var live []held
+	compared, skipped := 0, 0
+	for step := range 4000 {
+		if len(live) > 0 && rng.IntN(100) < 48 {
+			i := rng.IntN(len(live))
+			require.NoError(t, e.Free(live[i].ptr, live[i].size))
+			live = slices.Delete(live, i, i+1)
+		} else {
+			size := sizes[rng.IntN(len(sizes))]
+			if ptr, err := e.Alloc(size, 0); err == nil {
+				live = append(live, held{ptr, size})
+			}
+		}
+		if step%7 != 0 {
+			continue
+		}
+		for _, r := range sizes {
+			for _, h := range e.homes[r] {
+				if h.blocked() {
+					skipped++
+					_, ok, _ := e.homeCost(h.at, r, ^uint64(0))
+					require.False(t, ok, "step %d: a home of %d bytes skipped as blocked is free", step, r)
+				}
+			}
+			want, wantOK := e.findHomeByWalk(r)
+			got, gotOK := e.findHome(r)
+			require.Equal(t, wantOK, gotOK, "step %d, %d bytes", step, r)
+			require.Equal(t, want, got, "step %d, %d bytes", step, r)
+			compared++
+		}
+	}
+	require.NoError(t, e.Check())
+	require.Positive(t, skipped, "no home was ever skipped")
+	require.Greater(t, compared, 1000)
+}
