@@ -24,11 +24,6 @@ func newRoom() *freeSet {
 	return f
 }
 
-// roomQueueBound: a miss brings the room index up to date anyway once the queue holds more than
-// this many entries beyond twice the blocks (a block recycled while queued may be queued again),
-// so that the queue's memory stays proportional to the blocks.
-const roomQueueBound = 1024
-
 // roomChanged queues large block b, whose liveness is changing, for syncRoom.
 func (e *Engine) roomChanged(b *block) {
 	if !b.roomQueue && b.kind != small {

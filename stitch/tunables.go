@@ -44,6 +44,16 @@ const (
 	maxHomes = 1024
 )
 
+// The room index (room.go).
+const (
+	// roomQueueBound: a miss brings the room index up to date, whether or not it searches idle
+	// windows, once the queue of blocks the index has yet to see holds more than this many
+	// entries beyond twice the blocks (a block recycled while queued may be queued again), so
+	// that the queue's memory stays proportional to the blocks. A bound on memory, not a policy:
+	// it changes no placement.
+	roomQueueBound = 1024
+)
+
 // Stitched views (view.go).
 const (
 	// maxViewScan bounds the views a miss looks through (matchView, findWindow, findIdle), most
