@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// findHomeByWalk is findHome with every home walked: what the skipping of homes whose blocker is
-// still live must not change.
+// findHomeByWalk is findHome with every home walked: what passing over homes by their witnesses
+// must not change.
 func (e *Engine) findHomeByWalk(r uint64) (home, bool) {
 	var best home
 	bestCost := ^uint64(0)
@@ -25,10 +25,11 @@ func (e *Engine) findHomeByWalk(r uint64) (home, bool) {
 	return best, found
 }
 
-// TestFindHomeSkipsOnlyBlockedHomes: through random large allocations and frees (homes re-taken,
-// blocks flushed and their structs recycled into blocks elsewhere), findHome chooses what a walk
-// of every home chooses, and the homes it skips were blocked.
-func TestFindHomeSkipsOnlyBlockedHomes(t *testing.T) {
+// TestFindHomeByWitnesses: through random large allocations and frees (homes re-taken, blocks
+// flushed and their structs recycled into blocks elsewhere), findHome chooses what a walk of every
+// home chooses, a home passed over for a live witness is not free, and one passed over for a cached
+// witness costs at least the witness's bytes.
+func TestFindHomeByWitnesses(t *testing.T) {
 	const mib = 1 << 20
 	e, err := New(&nullDriver{}, WithCapacity(96*mib))
 	require.NoError(t, err)
@@ -57,10 +58,15 @@ func TestFindHomeSkipsOnlyBlockedHomes(t *testing.T) {
 		}
 		for _, r := range sizes {
 			for _, h := range e.homes[r] {
-				if h.blocked() {
-					skipped++
-					_, ok, _ := e.homeCost(h.at, r, ^uint64(0))
-					require.False(t, ok, "step %d: a home of %d bytes skipped as blocked is free", step, r)
+				if h.at.v != nil && h.at.v.gone || !h.passOver(h.witness.size) {
+					continue
+				}
+				skipped++
+				cost, ok, _ := e.homeCost(h.at, r, ^uint64(0))
+				if h.witness.live {
+					require.False(t, ok, "step %d: a home of %d bytes passed over for a live witness is free", step, r)
+				} else if ok {
+					require.GreaterOrEqual(t, cost, h.witness.size, "step %d: a home of %d bytes costs less than its witness", step, r)
 				}
 			}
 			want, wantOK := e.findHomeByWalk(r)
@@ -71,6 +77,6 @@ func TestFindHomeSkipsOnlyBlockedHomes(t *testing.T) {
 		}
 	}
 	require.NoError(t, e.Check())
-	require.Positive(t, skipped, "no home was ever skipped")
+	require.Positive(t, skipped, "no home was ever passed over")
 	require.Greater(t, compared, 1000)
 }
