@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -24,6 +25,7 @@ func (e *Engine) Check() error {
 	e.checkViews(c)
 	e.checkPages(c)
 	e.checkRoom(c)
+	e.checkMemos(c)
 	return errors.Join(c.errs...)
 }
 
@@ -425,5 +427,71 @@ func (e *Engine) checkRoom(c *checker) {
 			continue
 		}
 		return
+	}
+}
+
+// checkMemos verifies the memos (memo.go) and the current iteration's state against them
+// (memoState): every combination the transitions cannot make is reported.
+func (e *Engine) checkMemos(c *checker) {
+	s := &e.iter
+	total := 0
+	remembered := func(m memo) bool { return slices.ContainsFunc(e.memos, func(x memo) bool { return sameMemo(x, m) }) }
+	ordered := func(what string, m memo) {
+		for i := 1; i < len(m); i++ {
+			if m[i].ord <= m[i-1].ord {
+				c.fail("%s: entry %d (ordinal %d) does not follow ordinal %d", what, i, m[i].ord, m[i-1].ord)
+				return
+			}
+		}
+	}
+	for i, m := range e.memos {
+		total += len(m)
+		if len(m) == 0 {
+			c.fail("memo %d is empty", i)
+		}
+		ordered(fmt.Sprintf("memo %d", i), m)
+	}
+	if total != e.remembered || e.remembered > maxRemembered || len(e.memos) > maxMemos {
+		c.fail("memos: %d of them hold %d entries, count says %d (bounds %d, %d)", len(e.memos), total, e.remembered, maxMemos, maxRemembered)
+	}
+	ordered("current iteration's memo", e.memoCur)
+	if len(e.memoCur) > maxMemoEntries || len(e.memoCur) > 0 && e.memoCur[len(e.memoCur)-1].ord > e.iterOrd {
+		c.fail("current iteration's memo: %d entries, past the bound %d or the ordinal %d", len(e.memoCur), maxMemoEntries, e.iterOrd)
+	}
+	switch s.phase {
+	case memoUnmarked:
+		if len(e.memos) > 0 || len(e.memoCur) > 0 || s.dominance != domNone || s.scattered {
+			c.fail("memo state: unmarked, yet %d memos, %d entries, dominance %d", len(e.memos), len(e.memoCur), s.dominance)
+		}
+	case memoChoosing, memoFollowing, memoDominating, memoNewShape:
+	default:
+		c.fail("memo state: phase %d", s.phase)
+	}
+	if (s.follow != nil) != s.following() {
+		c.fail("memo state: phase %d with a followed memo of %d entries", s.phase, len(s.follow))
+	}
+	if s.follow != nil && (!remembered(s.follow) || s.cursor < 0 || s.cursor > len(s.follow)) {
+		c.fail("memo state: follows a memo not remembered, or at entry %d of %d", s.cursor, len(s.follow))
+	}
+	if s.phase == memoDominating {
+		if s.dominance != domOne && s.dominance != domHandedOver {
+			c.fail("memo state: follows a dominating memo at dominance %d", s.dominance)
+		}
+		sizes := map[uint64]bool{}
+		for _, en := range s.follow {
+			if !en.page {
+				sizes[en.size] = true
+			}
+		}
+		if !maps.Equal(sizes, s.followSizes) {
+			c.fail("memo state: the dominating memo has %d sizes, %d noted", len(sizes), len(s.followSizes))
+		}
+	}
+	ended := s.dominance == domScriptEnded || s.dominance == domHandedOver
+	if (s.scriptEnded != nil) != ended || s.scriptEnded != nil && !remembered(s.scriptEnded) {
+		c.fail("memo state: dominance %d with an ended memo of %d entries (remembered: %v)", s.dominance, len(s.scriptEnded), remembered(s.scriptEnded))
+	}
+	if s.dominance > domHandedOver || s.dominance != domNone && !s.scattered {
+		c.fail("memo state: dominance %d, scattered %v", s.dominance, s.scattered)
 	}
 }

@@ -1,6 +1,7 @@
 package stitch
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -246,6 +247,76 @@ func TestCheckReportsEveryCorruption(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := busyEngine(t)
 			tt.corrupt(t, e)
+			err := e.Check()
+			require.Error(t, err, "Check misses the corruption")
+			require.True(t, strings.Contains(err.Error(), tt.want), "Check reports %q, not %q", err, tt.want)
+		})
+	}
+}
+
+// followingEngine builds a marked engine whose second iteration follows the memo of the first.
+func followingEngine(t *testing.T) *Engine {
+	t.Helper()
+	const mib = 1 << 20
+	e, err := New(&bookDriver{}, WithCapacity(64*mib))
+	require.NoError(t, err)
+	sizes := []uint64{4 * mib, 6 * mib, 3 * mib}
+	e.MarkIteration()
+	var ptrs []uintptr
+	for _, s := range sizes {
+		p, err := e.Alloc(s, 0)
+		require.NoError(t, err)
+		ptrs = append(ptrs, p)
+	}
+	for i, p := range ptrs {
+		require.NoError(t, e.Free(p, sizes[i]))
+	}
+	e.MarkIteration()
+	_, err = e.Alloc(sizes[0], 0)
+	require.NoError(t, err)
+	require.NoError(t, e.Check())
+	require.Equal(t, memoFollowing, e.iter.phase, "the second iteration follows the first's memo")
+	require.Len(t, e.memos, 1)
+	return e
+}
+
+// TestCheckReportsMemoCorruption sets the memos and the memo state (memoState) to each combination
+// their transitions cannot make, in an engine following a memo, and requires the report.
+func TestCheckReportsMemoCorruption(t *testing.T) {
+	tests := []struct {
+		name    string
+		corrupt func(e *Engine)
+		want    string
+	}{
+		{"new shape while following", func(e *Engine) { e.iter.phase = memoNewShape }, "phase 4 with a followed memo"},
+		{"following no memo", func(e *Engine) { e.iter.follow = nil }, "phase 2 with a followed memo of 0"},
+		{"choosing while following", func(e *Engine) { e.iter.phase = memoChoosing }, "phase 1 with a followed memo"},
+		{"phase out of range", func(e *Engine) { e.iter.phase = 9 }, "phase 9"},
+		{"followed memo not remembered", func(e *Engine) { e.iter.follow = slices.Clone(e.iter.follow) }, "follows a memo not remembered"},
+		{"cursor past the memo", func(e *Engine) { e.iter.cursor = len(e.iter.follow) + 1 }, "at entry 4 of 3"},
+		{"dominating with no dominance", func(e *Engine) { e.iter.phase = memoDominating }, "follows a dominating memo at dominance 0"},
+		{"dominating memo's sizes", func(e *Engine) {
+			e.iter.phase, e.iter.dominance, e.iter.scattered = memoDominating, domOne, true
+			e.iter.followSizes = map[uint64]bool{4 << 20: true}
+		}, "the dominating memo has 3 sizes, 1 noted"},
+		{"ended memo without a hand-over", func(e *Engine) { e.iter.scriptEnded = e.memos[0] }, "dominance 0 with an ended memo"},
+		{"hand-over without an ended memo", func(e *Engine) {
+			e.iter.dominance, e.iter.scattered = domHandedOver, true
+		}, "dominance 3 with an ended memo of 0"},
+		{"dominance not scattered", func(e *Engine) { e.iter.dominance = domOne }, "dominance 1, scattered false"},
+		{"unmarked with memos", func(e *Engine) { e.iter = memoState{} }, "unmarked, yet 1 memos"},
+		{"memo out of order", func(e *Engine) {
+			m := e.memos[0]
+			m[0], m[1] = m[1], m[0]
+		}, "memo 0: entry 1"},
+		{"current memo past the ordinal", func(e *Engine) { e.memoCur[0].ord = e.iterOrd + 1 }, "past the bound"},
+		{"remembered count", func(e *Engine) { e.remembered++ }, "count says 4"},
+		{"empty memo", func(e *Engine) { e.memos = append(e.memos, memo{}) }, "memo 1 is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := followingEngine(t)
+			tt.corrupt(e)
 			err := e.Check()
 			require.Error(t, err, "Check misses the corruption")
 			require.True(t, strings.Contains(err.Error(), tt.want), "Check reports %q, not %q", err, tt.want)

@@ -45,12 +45,12 @@ package stitch
 // large request at the current ordinal of at least r bytes, aligned with it; none once the
 // iteration has left a dominating memo, but for one hand-over where the memo's script ended.
 func (e *Engine) dominatingMemo(r uint64) (memo, int, bool) {
-	if e.usedDominating && (e.scriptEnded == nil || e.handedOver) {
+	if d := e.iter.dominance; d == domOne || d == domHandedOver {
 		return nil, 0, false
 	}
 	for i := len(e.memos) - 1; i >= 0; i-- {
 		m := e.memos[i]
-		if sameMemo(m, e.scriptEnded) {
+		if sameMemo(m, e.iter.scriptEnded) {
 			continue
 		}
 		j, ok := m.at(e.iterOrd)
@@ -63,15 +63,20 @@ func (e *Engine) dominatingMemo(r uint64) (memo, int, bool) {
 
 // followDominating makes the current iteration follow memo m, which dominates it, from entry j.
 func (e *Engine) followDominating(m memo, j int) {
-	e.handedOver = e.usedDominating
-	e.follow, e.cursor, e.dominated, e.usedDominating, e.scattered = m, j, true, true, true
-	if e.followSizes == nil {
-		e.followSizes = make(map[uint64]bool)
+	s := &e.iter
+	if s.dominance == domNone {
+		s.dominance = domOne
+	} else {
+		s.dominance = domHandedOver // from domScriptEnded: dominatingMemo allows no other
 	}
-	clear(e.followSizes)
+	s.phase, s.follow, s.cursor, s.scattered = memoDominating, m, j, true
+	if s.followSizes == nil {
+		s.followSizes = make(map[uint64]bool)
+	}
+	clear(s.followSizes)
 	for _, c := range m {
 		if !c.page {
-			e.followSizes[c.size] = true
+			s.followSizes[c.size] = true
 		}
 	}
 }
@@ -79,14 +84,13 @@ func (e *Engine) followDominating(m memo, j int) {
 // stillDominated reports whether the request of r bytes may take a place of the dominating memo
 // made for one of place bytes: it fits, and the memo's script is not shifted against this one.
 func (e *Engine) stillDominated(place, r uint64) bool {
-	return place > r && !e.followSizes[r]
+	return place > r && !e.iter.followSizes[r]
 }
 
 // leaveDominating ends the following of a dominating memo whose script or places turned out not
 // to hold the iteration: from here it is a new shape.
 func (e *Engine) leaveDominating() {
-	if e.dominated && e.follow != nil {
-		e.follow = nil
+	if e.iter.phase == memoDominating {
 		e.beginNewShape()
 	}
 }
@@ -108,8 +112,8 @@ func (m memo) asks(r uint64) bool {
 // After an iteration that followed a dominating memo, every cached large block is flushed first.
 // It may empty the free list pick was looking at.
 func (e *Engine) beginNewShape() {
-	e.leftMemo = true
-	if e.afterDominating {
+	e.iter.phase, e.iter.follow = memoNewShape, nil
+	if e.iter.afterDominating {
 		e.flushUntil(&e.largeAge, ^uint64(0))
 	}
 }

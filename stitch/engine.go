@@ -65,14 +65,11 @@ type Engine struct {
 	homes      map[uint64][]homeEntry // places where blocks of each size lay (homes.go)
 
 	// Iteration memos (memo.go).
-	marked     bool        // MarkIteration has been called
 	iterOrd    uint64      // requests since the last mark, this one included
 	memoCur    []memoEntry // where the current iteration's large requests went
 	memos      []memo      // remembered iterations, most recent last
 	remembered int         // entries in memos, all together
-	follow     memo        // the memo the current iteration follows; nil if none
-	cursor     int         // index in follow of the next entry
-	leftMemo   bool        // the current iteration left a memo: a new shape
+	iter       memoState   // where the current iteration stands against the memos (memostate.go)
 
 	// Repeats (repeat.go).
 	ctxRing  [contextWindow]uint64 // the last requests' sizes and live bytes, mixed
@@ -80,15 +77,6 @@ type Engine struct {
 	contexts map[uint64]contextPlace
 	// smallContexts: where the last small request of each context went (its first byte)
 	smallContexts map[uint64]uint64
-
-	// Dominating memos (dominate.go).
-	dominated       bool            // follow dominates the iteration rather than agreeing with it
-	followSizes     map[uint64]bool // sizes of follow's large requests, while dominated
-	usedDominating  bool            // the current iteration has followed a dominating memo
-	scriptEnded     memo            // the dominating memo left where it had no large request
-	handedOver      bool            // the current iteration follows its second dominating memo
-	scattered       bool            // it has followed one or a memo recorded after one: gaps
-	afterDominating bool            // the previous iteration was scattered
 
 	// Small pool (small.go).
 	pages      map[uint64]*page

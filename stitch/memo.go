@@ -69,13 +69,9 @@ func (e *Engine) MarkIteration() {
 	if e.closed {
 		return
 	}
-	e.marked = true
 	e.iterOrd = 0
 	e.grownIter = 0
-	e.follow, e.cursor, e.leftMemo = nil, 0, false
-	e.afterDominating = e.scattered
-	e.usedDominating, e.dominated, e.scattered = false, false, false
-	e.scriptEnded, e.handedOver = nil, false
+	e.iter.startIteration()
 	if len(e.memoCur) == 0 {
 		return
 	}
@@ -104,10 +100,10 @@ func (e *Engine) recordPlace(b *block, page bool) {
 	if !page {
 		e.rememberContext(b)
 	}
-	if !e.marked || len(e.memoCur) == maxMemoEntries {
+	if !e.marked() || len(e.memoCur) == maxMemoEntries {
 		return
 	}
-	e.memoCur = append(e.memoCur, memoEntry{ord: e.iterOrd, size: b.size, at: b.place(), page: page, scattered: e.scattered})
+	e.memoCur = append(e.memoCur, memoEntry{ord: e.iterOrd, size: b.size, at: b.place(), page: page, scattered: e.iter.scattered})
 }
 
 // findPageMemo returns the place the followed memo gave a page taken for the current request, if
@@ -115,7 +111,7 @@ func (e *Engine) recordPlace(b *block, page bool) {
 // iteration to the next more than the large requests do: a page where the memo had none, or none
 // where it had one, does not make the iteration leave the memo.
 func (e *Engine) findPageMemo() (home, bool) {
-	m := e.follow
+	m := e.iter.follow
 	if m == nil {
 		return home{}, false
 	}
@@ -129,7 +125,7 @@ func (e *Engine) findPageMemo() (home, bool) {
 // findMemo returns the place the memo this iteration follows gives the current request of r bytes
 // (memoPlace), if the place still exists and no live block uses it.
 func (e *Engine) findMemo(r uint64) (home, bool) {
-	if !e.marked {
+	if !e.marked() {
 		h, ok := e.repeatPlace(r)
 		return h, ok && e.placeFree(h, r)
 	}
@@ -150,23 +146,22 @@ func (e *Engine) findMemo(r uint64) (home, bool) {
 // request of this iteration so far and has one of r bytes here, which is followed from then on;
 // when no memo agrees, the iteration is a new shape and looks for none until the next mark.
 func (e *Engine) memoPlace(r uint64) (home, bool) {
-	if e.follow != nil {
+	if e.iter.following() {
 		if h, ok := e.followed(r); ok {
 			return h, true
 		}
-		if e.follow != nil {
+		if e.iter.following() {
 			return home{}, false // the memo's request here was small, or made no request here
 		}
 	}
-	if e.leftMemo || len(e.memos) == 0 {
+	if e.iter.phase == memoNewShape || len(e.memos) == 0 {
 		return home{}, false
 	}
 	for i := len(e.memos) - 1; i >= 0; i-- {
 		m := e.memos[i]
 		j, ok := m.at(e.iterOrd)
 		if ok && !m[j].page && m[j].size == r && e.agrees(m, false) {
-			e.follow, e.cursor, e.dominated = m, j, false
-			e.scattered = e.scattered || m[len(m)-1].scattered // laid out after a dominating memo
+			e.iter.followFrom(m, j)
 			return m[j].at, true
 		}
 	}
@@ -209,10 +204,10 @@ func (e *Engine) placeFree(h home, r uint64) bool {
 // the followed memo gives the current request, else the lowest; nil when the memo's place holds
 // none of them.
 func (e *Engine) pick(l *freeList, r uint64) *block {
-	if r < e.cfg.smallThreshold || e.marked && e.follow == nil && e.leftMemo {
+	if r < e.cfg.smallThreshold || e.iter.phase == memoNewShape {
 		return l.head
 	}
-	if !e.marked {
+	if !e.marked() {
 		want, ok := e.repeatPlace(r)
 		if !ok {
 			return l.head
@@ -249,25 +244,27 @@ func (e *Engine) cachedAt(h home, l *freeList) *block {
 // followed returns the place the followed memo gives the current request of r bytes; it stops
 // following the memo when the memo's request there had another size.
 func (e *Engine) followed(r uint64) (home, bool) {
-	m := e.follow
-	for e.cursor < len(m) && m[e.cursor].ord < e.iterOrd {
-		e.cursor++
+	s := &e.iter
+	m := s.follow
+	for s.cursor < len(m) && m[s.cursor].ord < e.iterOrd {
+		s.cursor++
 	}
-	if e.cursor == len(m) || m[e.cursor].ord != e.iterOrd || m[e.cursor].page {
-		if e.dominated && e.scriptEnded == nil {
+	if s.cursor == len(m) || m[s.cursor].ord != e.iterOrd || m[s.cursor].page {
+		if s.phase == memoDominating && s.dominance == domOne {
 			// A large request where the dominating memo had a small one, or none: memoPlace hands
 			// over to another dominating memo, once (dominate.go).
-			e.scriptEnded, e.follow = m, nil
+			s.dominance, s.scriptEnded = domScriptEnded, m
+			s.handOver()
 			return home{}, false
 		}
 		e.leaveDominating() // a large request where the memo had a small one, or none
 		return home{}, false
 	}
-	if m[e.cursor].size != r && !(e.dominated && e.stillDominated(m[e.cursor].size, r)) {
-		e.follow = nil // the iteration left the memo's script: memoPlace hands over, if another memo agrees
+	if m[s.cursor].size != r && !(s.phase == memoDominating && e.stillDominated(m[s.cursor].size, r)) {
+		s.handOver() // the iteration left the memo's script: memoPlace hands over, if another memo agrees
 		return home{}, false
 	}
-	return m[e.cursor].at, true
+	return m[s.cursor].at, true
 }
 
 // place is where large block b lies, as a home.

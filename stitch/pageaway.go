@@ -88,7 +88,7 @@ func (e *Engine) rememberedSpans() []span {
 			window(at.v, at.off, size, func(p span) bool { out = append(out, p); return true })
 		}
 	}
-	if e.marked {
+	if e.marked() {
 		for i := len(e.memos) - 1; i >= 0 && i >= len(e.memos)-pageAwayMemos; i-- {
 			for _, c := range e.memos[i] {
 				if !c.page {

@@ -61,7 +61,7 @@ func (e *Engine) context() uint64 {
 // repeatPlace returns the place the last request of the current context took, if it was of r
 // bytes; unmarked only.
 func (e *Engine) repeatPlace(r uint64) (home, bool) {
-	if e.marked {
+	if e.marked() {
 		return home{}, false
 	}
 	cp, ok := e.contexts[e.context()]
@@ -73,7 +73,7 @@ func (e *Engine) repeatPlace(r uint64) (home, bool) {
 
 // rememberContext records where large block b went for the current request; unmarked only.
 func (e *Engine) rememberContext(b *block) {
-	if e.marked {
+	if e.marked() {
 		return
 	}
 	if len(e.contexts) >= maxContexts {

@@ -21,7 +21,9 @@ package stitch
 
 // newShape reports whether the current iteration is of a shape no memo has: marked, and following
 // no memo (memoPlace found none that agrees with it or dominates it so far).
-func (e *Engine) newShape() bool { return e.marked && e.follow == nil }
+func (e *Engine) newShape() bool {
+	return e.iter.phase == memoChoosing || e.iter.phase == memoNewShape
+}
 
 // carveAfterFlush flushes every cached large block that may be flushed and carves r bytes from the
 // start of the lowest loose range that holds them; nil when none does or nothing was cached.

@@ -139,7 +139,7 @@ func (e *Engine) releaseEmptyPages() {
 // (shape.go), do not go, so that pages stay out of the places iteration memos give large blocks
 // (a page lives across iterations); from the start of the lowest one otherwise.
 func (e *Engine) carvePage() *block {
-	if !e.marked {
+	if !e.marked() {
 		return e.carveLowest(e.pageSize)
 	}
 	var sp span
