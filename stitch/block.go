@@ -11,30 +11,34 @@ const (
 
 // block is a piece of memory handed out by Alloc (or a page held by the small pool). A block is
 // live (owned by the caller) or cached (freed, kept whole for a request of exactly its size on its
-// stream). Fields are guarded by Engine.mu.
+// stream). Fields are guarded by Engine.mu. A block struct is made by newBlock (carveAt, takeView,
+// carveSmall fill it in) and recycled by recycle after flush or releaseEmptyPages; Check covers
+// every field but the settling ones (checkBlocks, checkPhysical, checkPages, checkRoom).
 type block struct {
-	ptr    uintptr
-	size   uint64 // rounded to alignment
-	req    uint64 // size the caller asked for; Free must name it
-	kind   blockKind
-	live   bool
-	pos    uint64 // primitive: arena offset of the first byte
-	view   *view  // stitched: the view it is a window of
-	voff   uint64 // stitched: offset of the window in the view
-	page   *page  // small: the page holding it; large: the page it is, while the small pool holds it
-	stream Stream
-	serial uint64 // distinct for each block newBlock makes: a recycled struct is another block
+	ptr  uintptr   // what Alloc returned; the key in Engine.blocks. Set when made
+	size uint64    // rounded to alignment; set when made. Check: checkBlocks
+	req  uint64    // size the caller asked for; Free must name it: markLive. Check: checkBlocks
+	kind blockKind // where its bytes are; set when made. Check: checkBlocks (kind against size)
+	live bool      // owned by the caller (a page: held by the small pool): setLive only. Check: checkBlocks, checkRoom
+	pos  uint64    // primitive: arena offset of the first byte (carveAt). Check: checkPhysical
+	view *view     // stitched: the view it is a window of (takeView). Check: checkPhysical
+	voff uint64    // stitched: offset of the window in the view (takeView). Check: checkPhysical
+	// page: small: the page holding it (carveSmall); large: the page it is, while the small pool
+	// holds it (addPage; releaseEmptyPages clears it). Check: checkPages
+	page   *page
+	stream Stream // the stream it serves: allocSlow. Check: checkBlocks (its free list's stream)
+	serial uint64 // distinct for each block newBlock makes: a recycled struct is another block. newBlock
 
-	roomLive  bool // live as the room index has it (room.go)
-	roomQueue bool // in Engine.roomQueue: roomLive may differ from live
+	roomLive  bool // live as the room index has it: syncRoom, releaseLarge. Check: checkRoom
+	roomQueue bool // in Engine.roomQueue, so roomLive may differ from live: roomChanged, syncRoom. Check: checkRoom
 
-	// Set while cached.
-	freeEpoch uint64 // Engine.epoch at free: a Synchronize since then makes it safe everywhere
-	freeSeq   uint64 // its number among its stream's frees, when several streams are in use
-	list      *freeList
-	next      *block // in list
+	// Set while cached (cache), read by the flushing rules (settled).
+	freeEpoch uint64    // Engine.epoch at free: a Synchronize since then makes it safe everywhere
+	freeSeq   uint64    // its number among its stream's frees, when several streams are in use
+	list      *freeList // the free list of its size and stream (set once, at the first free). Check: checkBlocks
+	next      *block    // in list (freeList.push, unlink); in Engine.spare while recycled
 	prev      *block
-	older     *block // in the pool's age list
+	older     *block // in the pool's age list (ageList.pushNewest, unlink). Check: checkBlocks
 	newer     *block
 }
 

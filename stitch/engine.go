@@ -8,87 +8,145 @@ import (
 )
 
 // Engine is the stitching allocator. Make one with New; it is safe for concurrent use.
+//
+// The layout core: every byte the engine holds is owned by exactly one of the structures below,
+// grouped by what they own. Each field says what it holds, which functions write it (New, Close
+// and Reset aside, which set or clear everything) and which rule of Check covers it (check.go:
+// checkFreeSet, checkBlocks, checkPhysical, checkViews, checkPages, checkRoom, checkMemos). A
+// field that Check does not cover is a hint or a statistic: every place taken from a hint is
+// tested free before it is used (placeFree, homeCost), so a stale hint costs a search, never a
+// byte.
 type Engine struct {
-	mu  sync.Mutex
-	cfg config
-	drv counted
+	mu  sync.Mutex // guards every field below; held for the whole of each exported call
+	cfg config     // the options, fixed at New
+	drv counted    // the driver, with its calls counted (calls.go)
 	log *slog.Logger
 
-	g         uint64 // driver granularity: chunk size
-	pageSize  uint64 // small pages
-	capacity  uint64 // physical bytes the engine may create
-	arenaBase uintptr
-	arenaSize uint64 // 0 once closed
-	closed    bool
-
-	// Physical memory (arena.go).
-	slots        []slot
-	holes        int // slots below len(slots) holding no chunk
+	// Handles and the arena (arena.go). Physical memory is handles (driver allocations), each
+	// mapped whole at consecutive slots of the arena, one virtual range reserved at New.
+	g         uint64  // driver granularity: the size of a slot (a chunk)
+	pageSize  uint64  // bytes of a small-pool page
+	capacity  uint64  // physical bytes the engine may create
+	arenaBase uintptr // the arena's address: a primitive block's pointer is arenaBase + its offset
+	arenaSize uint64  // bytes of the arena, capacity rounded to G; 0 once closed
+	closed    bool    // Close ran: every call but Close and Check fails with ErrClosed
+	// slots: one per chunk of the arena: the handle and offset in it of the chunk there, and how
+	// many views map it. Written by grow, releaseAlloc, blockSlots (handles), mapView, unmapView,
+	// dropRange (view counts). Check: checkPhysical (each present slot matches its allocation;
+	// blocked slots have an orphan), checkViews (view counts).
+	slots []slot
+	holes int // slots below len(slots) holding no chunk: grow, releaseAlloc, blockSlots. Check: checkPhysical
+	// allocs: every live handle, by handle: grow, releaseAlloc. Check: checkPhysical.
 	allocs       map[PhysHandle]*physAlloc
-	reserved     uint64 // bytes of present chunks
-	grownIter    uint64 // bytes created since the last MarkIteration (growthExtra)
-	peakReserved uint64
-	orphans      []orphan
-	orphanBytes  uint64 // physical bytes the driver holds that the engine could not give back
-	orphanVirt   uint64 // same for virtual ranges
+	reserved     uint64 // bytes of present chunks: grow, releaseAlloc. Check: checkPhysical
+	peakReserved uint64 // most reserved ever: grow. Check: checkPhysical (reserved ≤ peak)
+	grownIter    uint64 // bytes created since the last MarkIteration (growthExtra): placeLarge, MarkIteration
+	// orphans: driver objects an error left that the engine could not give back (undoRun,
+	// releaseAlloc, dropRange, unmapView, destroyEvent add; retryOrphans, Close retry). Check:
+	// checkPhysical (blocked slots), checkViews (the chunks an orphaned view range maps).
+	orphans     []orphan
+	orphanBytes uint64 // physical bytes the driver holds that the engine could not give back
+	orphanVirt  uint64 // the same for virtual ranges
 
-	// Free memory and blocks.
-	loose       *freeSet // loose arena ranges
-	owners      tree     // arena ranges owned by large blocks (live, cached, pages), by address
-	room        *freeSet // offsets no live large block owns (room.go)
-	roomQueue   []*block // blocks gone live or cached since the room index was brought up to date
-	flushBuf    []*block
-	flushHeap   []flushCandidate   // flushUntil's heap, kept for reuse
-	blocks      map[uintptr]*block // live and cached blocks by pointer (not pages)
-	largeAge    ageList
-	smallAge    ageList
-	hotStream   Stream    // the first stream; its lists need no map lookup by stream
-	streamSeen  bool      // hotStream has been set by a request
-	hotLists    sizeLists // cached blocks of hotStream by size
-	otherLists  map[Stream]sizeLists
-	multiStream bool // a second stream has been seen: frees are numbered per stream
-	clocks      map[Stream]*streamClock
-	slowPaths   uint64 // requests that missed the exact path: the clock of event polls
-	epoch       uint64 // successful Synchronize calls
-	spare       *block // recycled block structs, linked through next
-	serials     uint64 // block serials handed out (newBlock)
+	// The free set (freeset.go): loose arena ranges, coalesced, by address and by size. Every
+	// present byte is loose, or owned by one large block (live, cached, or a page). Taken by
+	// carveAt and takeView; given back by releaseLarge and grow; releaseAlloc takes a handle's
+	// bytes out with the handle. Check: checkFreeSet("loose"), checkPhysical (loose ranges and
+	// blocks tile the present chunks exactly).
+	loose *freeSet
 
-	// Stitching (view.go).
-	views      map[uintptr]*view
-	viewBytes  uint64
-	viewOldest *view // every view, least recently used first
+	// Blocks and the owner index (block.go, free.go).
+	// owners: the arena ranges of every large block (live, cached, pages; a stitched block one
+	// range per piece), by address: carveAt and takeView insert, releaseLarge removes. Check:
+	// checkPhysical (it names exactly the blocks' ranges).
+	owners tree
+	// room: the offsets no live large block owns, coalesced (room.go): occupy and vacate, from
+	// syncRoom and releaseLarge. roomQueue: blocks whose liveness changed since (roomChanged
+	// appends, syncRoom empties). Check: checkRoom.
+	room      *freeSet
+	roomQueue []*block
+	// blocks: every live and cached block handed out by Alloc, by pointer (not pages): allocSlow
+	// adds, flush removes. Check: checkBlocks (pointer, size, kind; live bytes), checkPhysical.
+	blocks map[uintptr]*block
+	// largeAge, smallAge: the cached blocks of each pool in order of free, the set flushing walks:
+	// cache pushes; reuse and flush unlink. Check: checkBlocks (every cached block in exactly one,
+	// the right one; counts).
+	largeAge ageList
+	smallAge ageList
+	// The free lists: cached blocks by stream and size, lowest address first. hotStream is the
+	// first stream a request used (set once by allocSlow, with streamSeen); its lists need no map
+	// lookup. cache pushes (listFor makes a list), reuse and flush unlink. Check: checkBlocks
+	// (every cached block in exactly the list of its size and stream; counts and links).
+	hotStream  Stream
+	streamSeen bool
+	hotLists   sizeLists
+	otherLists map[Stream]sizeLists
+	spare      *block // recycled block structs, linked through next: newBlock, recycle
+	serials    uint64 // block serials handed out: newBlock
+
+	// Streams and events (streams.go). With one stream nothing here is used.
+	multiStream bool                    // a second stream has been seen (allocSlow, once): frees are numbered per stream
+	clocks      map[Stream]*streamClock // per stream: frees numbered and events pending (cache, poll, synchronize)
+	slowPaths   uint64                  // requests that missed the exact path (allocSlow): the clock of event polls
+	epoch       uint64                  // successful Synchronize calls (synchronize): a block freed before is settled
+
+	// Views (view.go): stitched virtual ranges mapping whole handles. mapView adds, unmapView
+	// removes (marking the view gone); takeView moves a view to the newest end of the list.
+	// Check: checkViews (each view's pieces, chunks, slot counts; the list holds every view once;
+	// viewBytes), checkPhysical (users, held and inUse against the blocks using each view).
+	views      map[uintptr]*view // by base address
+	viewBytes  uint64            // virtual bytes of every view
+	viewOldest *view             // every view, least recently used first: viewPush, viewUnlink
 	viewNewest *view
-	candBuf    []candidate
-	looseBuf   []span                 // loose ranges in address order, for idleRuns
-	segBuf     []idleSeg              // segments of an idle run, for findIdle
-	placeBuf   []span                 // the arena pieces of a place being taken, for takeHome
-	homes      map[uint64][]homeEntry // places where blocks of each size lay (homes.go)
 
-	// Iteration memos (memo.go).
+	// Pages: the small pool (small.go). A page is a large block lent to the pool; small blocks
+	// are carved from it. addPage adds, releaseEmptyPages gives empty ones back. smallFree: the
+	// pages' free ranges, tagged with the page's id so they never coalesce across pages: addPage,
+	// carveSmall, flushSmall, releaseEmptyPages. Check: checkPages (small blocks and free ranges
+	// tile every page; used counts), checkFreeSet("small free").
+	pages      map[uint64]*page
+	smallFree  *freeSet
+	nextPageID uint64 // the last page id given: addPage
+
+	// Memos, homes and contexts: where earlier requests went, for the placement chain (alloc.go).
+	// homes: places where blocks of each size lay, least recently used first (homes.go):
+	// rememberHome adds, findHomeBut drops the places of released views. A hint: not checked.
+	homes map[uint64][]homeEntry
+	// The iteration memos (memo.go): MarkIteration moves memoCur into memos (forgetting the least
+	// recently seen past the bounds); recordPlace appends to memoCur; Alloc and MarkIteration step
+	// iterOrd. iter: where the current iteration stands against the memos (memostate.go):
+	// MarkIteration resets it; memoPlace, followed, followDominating, leaveDominating and
+	// beginNewShape move it. Check: checkMemos (entries in order, counts and bounds, and every
+	// impossible combination of iter's parts).
 	iterOrd    uint64      // requests since the last mark, this one included
 	memoCur    []memoEntry // where the current iteration's large requests went
 	memos      []memo      // remembered iterations, most recent last
 	remembered int         // entries in memos, all together
-	iter       memoState   // where the current iteration stands against the memos (memostate.go)
-
-	// Repeats (repeat.go).
-	ctxRing  [contextWindow]uint64 // the last requests' sizes and live bytes, mixed
-	ctxNext  uint64                // requests so far: the next index in ctxRing
-	contexts map[uint64]contextPlace
-	// smallContexts: where the last small request of each context went (its first byte)
+	iter       memoState
+	// Contexts (repeat.go): a request's context is its size and the live bytes before it, with
+	// the contextWindow-1 requests before it (ctxRing: stepContext). contexts: where the last
+	// large request of each context went (rememberContext, unmarked only); smallContexts: the
+	// first byte the last small request of each context took (carveSmall). Hints: not checked.
+	ctxRing       [contextWindow]uint64
+	ctxNext       uint64 // requests so far: the next index in ctxRing
+	contexts      map[uint64]contextPlace
 	smallContexts map[uint64]uint64
 
-	// Small pool (small.go).
-	pages      map[uint64]*page
-	smallFree  *freeSet
-	nextPageID uint64
+	// Scratch buffers, kept for reuse: each holds nothing between the calls that use it.
+	flushBuf  []*block         // flushUnder, matchView
+	flushHeap []flushCandidate // flushUntil's heap
+	candBuf   []candidate      // planFrom
+	looseBuf  []span           // loose ranges in address order, for idleRunsIn
+	segBuf    []idleSeg        // segments of an idle run, for findIdle and idlePlan
+	placeBuf  []span           // the arena pieces of a place being taken, for takeHome
 
-	// Statistics.
+	// Statistics (Stats). live and liveBlocks: markLive, cache. Check: checkBlocks (they equal
+	// what the live blocks hold). The rest are counts: not checked.
 	live       uint64
 	peakLive   uint64
 	liveBlocks int
-	outcomes   [NumOutcomes]uint64
-	rejected   uint64
+	outcomes   [NumOutcomes]uint64 // requests by outcome: reuse, allocSlow
+	rejected   uint64              // frees refused (Free)
 }
 
 // New makes an engine over driver d. It reserves the arena (one virtual range as large as the

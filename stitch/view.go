@@ -13,18 +13,22 @@ import (
 // SetAccess and Unmap per handle it maps, however large the handles are. Blocks (live or cached) use windows of it
 // whose bytes are disjoint; a view no block uses is idle and may be released.
 type view struct {
-	base   uintptr
-	vsize  uint64   // reserved and mapped bytes: len(chunks) * G
-	head   uint64   // offset of the first piece's first byte in its handle
-	pieces []span   // arena ranges, in view order
-	chunks []uint64 // arena slot of each mapped chunk, in view order: every chunk of each handle
-	cap    uint64   // sum of piece sizes: the largest block it can hold
-	users  int      // blocks using a window of it, live or cached
-	held   uint64   // bytes of the blocks using it, live or cached: none of them is loose
-	inUse  uint64   // bytes of the live blocks using it: none of them is idle
-	older  *view    // in the engine's view list, least recently used first
-	newer  *view
-	gone   bool // its virtual range was given back (unmapView): places in it no longer exist
+	base   uintptr  // its virtual range: the key in Engine.views. mapView
+	vsize  uint64   // reserved and mapped bytes: len(chunks) * G. mapView. Check: checkViews
+	head   uint64   // offset of the first piece's first byte in its handle. mapView. Check: checkViews
+	pieces []span   // arena ranges, in view order. mapView. Check: checkViews (they meet at handle boundaries)
+	chunks []uint64 // arena slot of each mapped chunk, in view order: every chunk of each handle. mapView. Check: checkViews
+	cap    uint64   // sum of piece sizes: the largest block it can hold. mapView. Check: checkViews
+	// users, held, inUse: the blocks using a window of it, live or cached (takeView adds,
+	// releaseLarge removes), their bytes (none of them loose), and the bytes of the live ones
+	// (setLive; none of them idle), so that a search skips a view whose own blocks leave no room.
+	// Check: checkPhysical (against the blocks using it).
+	users int
+	held  uint64
+	inUse uint64
+	older *view // in the engine's view list, least recently used first: viewPush, viewUnlink. Check: checkViews
+	newer *view
+	gone  bool // its virtual range was given back (unmapView): places in it no longer exist. Check: checkViews
 }
 
 // handleSpan is the arena range of the physical allocation (handle) holding arena byte pos, which
