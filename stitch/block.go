@@ -45,14 +45,19 @@ type block struct {
 // freeList holds cached blocks of one size on one stream, lowest physical address first, so that a
 // request gets the same block whatever order the frees came in.
 type freeList struct {
-	head *block
-	n    int
+	head, tail *block
+	n          int
 }
 
 func (l *freeList) push(b *block) {
-	// Address order: the lowest block is reused first, whatever the order of frees.
+	// Address order: the lowest block is reused first, whatever the order of frees. A block above
+	// every other goes last at once (frees often come in address order: a layer's blocks, freed
+	// in the order they were carved).
 	var prev *block
 	at, first := l.head, b.physStart()
+	if l.tail != nil && l.tail.physStart() < first {
+		prev, at = l.tail, nil
+	}
 	for at != nil && at.physStart() < first {
 		prev, at = at, at.next
 	}
@@ -64,6 +69,8 @@ func (l *freeList) push(b *block) {
 	}
 	if at != nil {
 		at.prev = b
+	} else {
+		l.tail = b
 	}
 	l.n++
 }
@@ -90,6 +97,8 @@ func (l *freeList) unlink(b *block) {
 	}
 	if b.next != nil {
 		b.next.prev = b.prev
+	} else {
+		l.tail = b.prev
 	}
 	b.next, b.prev = nil, nil
 	l.n--

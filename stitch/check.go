@@ -127,17 +127,25 @@ func (e *Engine) checkBlocks(c *checker) {
 	check := func(s Stream, lists sizeLists) {
 		for size, l := range lists {
 			n := 0
+			var last *block
 			for b := l.head; b != nil; b = b.next {
 				n++
+				last = b
 				if !cached[b] || b.size != size || b.stream != s || b.list != l {
 					c.fail("free list (%d bytes, stream %d) holds block %#x of %d bytes, stream %d", size, s, b.ptr, b.size, b.stream)
 				}
 				if b.next != nil && b.next.prev != b {
 					c.fail("free list links broken at %#x", b.ptr)
 				}
+				if b.next != nil && b.next.physStart() <= b.physStart() {
+					c.fail("free list (%d bytes, stream %d) out of address order at %#x", size, s, b.ptr)
+				}
 			}
 			if n != l.n {
 				c.fail("free list (%d bytes) has %d blocks, count says %d", size, n, l.n)
+			}
+			if l.tail != last {
+				c.fail("free list (%d bytes, stream %d): its tail is not its last block", size, s)
 			}
 			inLists += n
 		}
