@@ -131,6 +131,11 @@ type Engine struct {
 	ctxNext       uint64 // requests so far: the next index in ctxRing
 	contexts      map[uint64]contextPlace
 	smallContexts map[uint64]uint64
+	// awaySpans: the places new pages keep away from (rememberedSpans, pageaway.go), kept while
+	// awayValid; forgetAway drops them when the memos, the contexts or the views change. Not
+	// checked (TestRememberedSpansKept compares them with a fresh computation).
+	awaySpans []span
+	awayValid bool
 
 	// Scratch buffers, kept for reuse: each holds nothing between the calls that use it.
 	flushBuf  []*block         // flushUnder, matchView

@@ -72,6 +72,7 @@ func (e *Engine) MarkIteration() {
 	e.iterOrd = 0
 	e.grownIter = 0
 	e.iter.startIteration()
+	e.forgetAway() // the memos may change, and the first mark leaves the contexts for them
 	if len(e.memoCur) == 0 {
 		return
 	}

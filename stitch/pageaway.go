@@ -77,9 +77,13 @@ func (e *Engine) placePageAway() *block {
 
 // rememberedSpans returns the arena ranges of the places that later large requests are sent to,
 // sorted and merged: marked, those of the large entries of the last pageAwayMemos memos; unmarked,
-// those of every remembered context (repeat.go).
+// those of every remembered context (repeat.go). The result is kept until the memos or contexts
+// change or a view is released (forgetAway), so that the pages of one iteration cost one sort.
 func (e *Engine) rememberedSpans() []span {
-	var out []span
+	if e.awayValid {
+		return e.awaySpans
+	}
+	out := e.awaySpans[:0]
 	add := func(at home, size uint64) {
 		switch {
 		case at.v == nil:
@@ -110,8 +114,12 @@ func (e *Engine) rememberedSpans() []span {
 		}
 		merged = append(merged, s)
 	}
+	e.awaySpans, e.awayValid = merged, true
 	return merged
 }
+
+// forgetAway drops the kept result of rememberedSpans.
+func (e *Engine) forgetAway() { e.awayValid = false }
 
 // firstReaching returns the index of the first of the sorted, merged spans that ends after x.
 func firstReaching(spans []span, x uint64) int {

@@ -80,4 +80,5 @@ func (e *Engine) rememberContext(b *block) {
 		clear(e.contexts)
 	}
 	e.contexts[e.context()] = contextPlace{size: b.size, at: b.place()}
+	e.forgetAway()
 }
