@@ -98,6 +98,8 @@ type Engine struct {
 	viewBytes  uint64            // virtual bytes of every view
 	viewOldest *view             // every view, least recently used first: viewPush, viewUnlink
 	viewNewest *view
+	// viewsReleased counts the views whose virtual ranges were given back: unmapView. Not checked.
+	viewsReleased uint64
 
 	// Pages: the small pool (small.go). A page is a large block lent to the pool; small blocks
 	// are carved from it. addPage adds, releaseEmptyPages gives empty ones back. smallFree: the
@@ -110,8 +112,9 @@ type Engine struct {
 
 	// Memos, homes and contexts: where earlier requests went, for the placement chain (alloc.go).
 	// homes: places where blocks of each size lay, least recently used first (homes.go):
-	// rememberHome adds, findHomeBut drops the places of released views. A hint: not checked.
-	homes map[uint64][]homeEntry
+	// rememberHome adds, findHomeBut drops the places of released views (when viewsReleased
+	// moved since it last did). A hint: not checked.
+	homes map[uint64]*homeList
 	// The iteration memos (memo.go): MarkIteration moves memoCur into memos (forgetting the least
 	// recently seen past the bounds); recordPlace appends to memoCur; Alloc and MarkIteration step
 	// iterOrd. iter: where the current iteration stands against the memos (memostate.go):
@@ -213,7 +216,7 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	e.hotLists = make(sizeLists)
 	e.otherLists = make(map[Stream]sizeLists)
 	e.clocks = make(map[Stream]*streamClock)
-	e.homes = make(map[uint64][]homeEntry)
+	e.homes = make(map[uint64]*homeList)
 	e.contexts = make(map[uint64]contextPlace)
 	e.smallContexts = make(map[uint64]uint64)
 	e.views = make(map[uintptr]*view)

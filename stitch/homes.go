@@ -1,7 +1,5 @@
 package stitch
 
-import "slices"
-
 // home is a place where a block of some size once lay: bytes [off, off+size) of the arena
 // (v == nil) or of view v.
 type home struct {
@@ -29,21 +27,36 @@ func (h *homeEntry) passOver(best uint64) bool {
 	return w != nil && w.serial == h.serial && (w.live || w.size >= best)
 }
 
+// homeList is the remembered homes of one size, least recently used first.
+type homeList struct {
+	entries []homeEntry
+	// pruned: Engine.viewsReleased when the homes in released views were last dropped; while it
+	// is still the count, none of entries lies in a released view.
+	pruned uint64
+}
+
 // rememberHome records where large block b lies, as a place for later requests of its size; the
 // list of a size is ordered least recently used first.
 func (e *Engine) rememberHome(b *block) {
 	h := homeEntry{at: b.place(), witness: b, serial: b.serial} // b is there, or about to go live there
-	hs := e.homes[b.size]
-	if i := slices.IndexFunc(hs, func(x homeEntry) bool { return x.at == h.at }); i >= 0 {
-		// The most recently used last.
-		copy(hs[i:], hs[i+1:])
-		hs[len(hs)-1] = h
-		return
+	l := e.homes[b.size]
+	if l == nil {
+		l = &homeList{pruned: e.viewsReleased}
+		e.homes[b.size] = l
+	}
+	hs := l.entries
+	for i := len(hs) - 1; i >= 0; i-- { // a home used again is most often one used lately
+		if hs[i].at == h.at {
+			// The most recently used last.
+			copy(hs[i:], hs[i+1:])
+			hs[len(hs)-1] = h
+			return
+		}
 	}
 	if len(hs) == maxHomes {
 		hs = append(hs[:0], hs[1:]...)
 	}
-	e.homes[b.size] = append(hs, h)
+	l.entries = append(hs, h)
 }
 
 // findHome returns the place where a block of r bytes lay before that no live block uses now and
@@ -54,20 +67,25 @@ func (e *Engine) findHome(r uint64) (home, bool) { return e.findHomeBut(r, nil) 
 
 // findHomeBut is findHome without the homes skip reports.
 func (e *Engine) findHomeBut(r uint64, skip func(home) bool) (home, bool) {
-	hs := e.homes[r]
+	l := e.homes[r]
+	if l == nil {
+		return home{}, false
+	}
+	if l.pruned != e.viewsReleased {
+		hs := l.entries
+		kept := hs[:0]
+		for _, h := range hs {
+			if h.at.v == nil || !h.at.v.gone {
+				kept = append(kept, h)
+			}
+		}
+		clear(hs[len(kept):])
+		l.entries, l.pruned = kept, e.viewsReleased
+	}
 	var best home
 	bestCost := ^uint64(0)
 	found := false
-	kept := hs[:0]
-	for _, h := range hs {
-		if h.at.v == nil || !h.at.v.gone {
-			kept = append(kept, h)
-		}
-	}
-	if len(kept) < len(hs) {
-		clear(hs[len(kept):])
-		e.homes[r] = kept
-	}
+	kept := l.entries
 	// Most recently used first: the first of the cheapest wins, and one that flushes nothing ends
 	// the search.
 	for i := len(kept) - 1; i >= 0 && bestCost > 0; i-- {

@@ -14,7 +14,10 @@ func (e *Engine) findHomeByWalk(r uint64) (home, bool) {
 	var best home
 	bestCost := ^uint64(0)
 	found := false
-	hs := e.homes[r]
+	var hs []homeEntry
+	if l := e.homes[r]; l != nil {
+		hs = l.entries
+	}
 	for i := len(hs) - 1; i >= 0 && bestCost > 0; i-- {
 		if h := hs[i].at; h.v == nil || !h.v.gone {
 			if cost, ok, _ := e.homeCost(h, r, bestCost); ok && cost < bestCost {
@@ -26,12 +29,12 @@ func (e *Engine) findHomeByWalk(r uint64) (home, bool) {
 }
 
 // TestFindHomeByWitnesses: through random large allocations and frees (homes re-taken, blocks
-// flushed and their structs recycled into blocks elsewhere), findHome chooses what a walk of every
-// home chooses, a home passed over for a live witness is not free, and one passed over for a cached
-// witness costs at least the witness's bytes.
+// flushed and their structs recycled into blocks elsewhere, views released by a small budget),
+// findHome chooses what a walk of every home chooses, a home passed over for a live witness is not
+// free, and one passed over for a cached witness costs at least the witness's bytes.
 func TestFindHomeByWitnesses(t *testing.T) {
 	const mib = 1 << 20
-	e, err := New(&nullDriver{}, WithCapacity(96*mib))
+	e, err := New(&nullDriver{}, WithCapacity(96*mib), WithStitchBudget(3, 0))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
 	rng := rand.New(rand.NewPCG(3, 5))
@@ -57,7 +60,11 @@ func TestFindHomeByWitnesses(t *testing.T) {
 			continue
 		}
 		for _, r := range sizes {
-			for _, h := range e.homes[r] {
+			var hs []homeEntry
+			if l := e.homes[r]; l != nil {
+				hs = l.entries
+			}
+			for _, h := range hs {
 				if h.at.v != nil && h.at.v.gone || !h.passOver(h.witness.size) {
 					continue
 				}
@@ -78,5 +85,6 @@ func TestFindHomeByWitnesses(t *testing.T) {
 	}
 	require.NoError(t, e.Check())
 	require.Positive(t, skipped, "no home was ever passed over")
+	require.Positive(t, e.viewsReleased, "no view was released")
 	require.Greater(t, compared, 1000)
 }

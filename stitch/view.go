@@ -159,6 +159,7 @@ func (e *Engine) unmapView(v *view) error {
 	}
 	delete(e.views, v.base)
 	v.gone = true
+	e.viewsReleased++
 	e.forgetAway()
 	e.viewBytes -= v.vsize
 	return nil
