@@ -28,18 +28,44 @@ func (f *freeSet) drop(s span) {
 }
 
 // insert adds s (which must not overlap the set), coalescing with its neighbours of the same owner,
-// and returns the span that now holds it.
+// and returns the span that now holds it. A merge with the neighbour before keeps that node of the
+// address index (its start, the key, does not change) and one with the neighbour after moves that
+// node's key to s's start, which no other span lies between: the address index changes in place.
 func (f *freeSet) insert(s span) span {
-	if prev, ok := f.byAddr.floor(span{start: s.start}); ok && prev.end == s.start && prev.owner == s.owner {
-		f.drop(prev)
-		s.start = prev.start
+	prev := f.byAddr.floorTreap(s.start)
+	if prev != nil && (prev.Value.s.end != s.start || prev.Value.s.owner != s.owner) {
+		prev = nil
 	}
-	if next, ok := f.byAddr.ceil(span{start: s.end}); ok && next.start == s.end && next.owner == s.owner {
-		f.drop(next)
-		s.end = next.end
+	next := f.byAddr.ceilTreap(s.end)
+	if next != nil && (next.Value.s.start != s.end || next.Value.s.owner != s.owner) {
+		next = nil
 	}
-	f.add(s)
-	return s
+	merged := s
+	switch {
+	case prev != nil && next != nil:
+		p, n := prev.Value.s, next.Value.s
+		merged.start, merged.end = p.start, n.end
+		f.bySize.remove(p)
+		f.bySize.remove(n)
+		f.byAddr.remove(n)
+		prev.Value.s = merged
+	case prev != nil:
+		p := prev.Value.s
+		merged.start = p.start
+		f.bySize.remove(p)
+		prev.Value.s = merged
+	case next != nil:
+		n := next.Value.s
+		merged.end = n.end
+		f.bySize.remove(n)
+		next.Rekey(f.byAddr.key(merged))
+		next.Value.s = merged
+	default:
+		f.byAddr.insert(s)
+	}
+	f.bySize.insert(merged)
+	f.bytes += s.size()
+	return merged
 }
 
 // containing returns the span holding [start, end), if the whole range is free.
@@ -51,19 +77,35 @@ func (f *freeSet) containing(start, end uint64) (span, bool) {
 	return s, true
 }
 
-// take removes [start, end), which must be free, from the set.
+// take removes [start, end), which must be free, from the set. The span holding it keeps its node
+// of the address index for what remains of it before start, or moves the node's key to end when
+// only bytes after it remain.
 func (f *freeSet) take(start, end uint64) bool {
-	s, ok := f.containing(start, end)
-	if !ok {
+	n := f.byAddr.floorTreap(start)
+	if n == nil || n.Value.s.end < end {
 		return false
 	}
-	f.drop(s)
-	if s.start < start {
-		f.add(span{start: s.start, end: start, owner: s.owner})
+	s := n.Value.s
+	f.bySize.remove(s)
+	before := span{start: s.start, end: start, owner: s.owner}
+	after := span{start: end, end: s.end, owner: s.owner}
+	switch {
+	case before.size() > 0 && after.size() > 0:
+		n.Value.s = before
+		f.bySize.insert(before)
+		f.byAddr.insert(after)
+		f.bySize.insert(after)
+	case before.size() > 0:
+		n.Value.s = before
+		f.bySize.insert(before)
+	case after.size() > 0:
+		n.Rekey(f.byAddr.key(after))
+		n.Value.s = after
+		f.bySize.insert(after)
+	default:
+		f.byAddr.remove(s)
 	}
-	if end < s.end {
-		f.add(span{start: end, end: s.end, owner: s.owner})
-	}
+	f.bytes -= end - start
 	return true
 }
 

@@ -62,6 +62,14 @@ func (t *tree) floorNode(key span) *tnode {
 	return nil
 }
 
+// floorTreap returns the tree node of the last span (of a tree ordered by address) starting at or
+// before start, or nil: for changes in place (its Value, or its key by Rekey).
+func (t *tree) floorTreap(start uint64) *treap.Node[tnode] { return t.t.Floor(start, 0) }
+
+// ceilTreap returns the tree node of the first span (of a tree ordered by address) starting at or
+// after start, or nil.
+func (t *tree) ceilTreap(start uint64) *treap.Node[tnode] { return t.t.Ceil(start, 0) }
+
 // ceil returns the smallest span not ordered before key.
 func (t *tree) ceil(key span) (span, bool) {
 	if n := t.ceilNode(key); n != nil {

@@ -18,6 +18,12 @@ func (n *Node[V]) Key() (hi, lo uint64) { return n.hi, n.lo }
 // Weight returns the node's weight.
 func (n *Node[V]) Weight() uint64 { return n.weight }
 
+// Rekey gives the node the key (hi, lo) in place, without a delete and an insert. The caller
+// guarantees that the new key sits between the keys of the node's neighbours in key order (no
+// other key of the tree lies between the old key and the new one), so that the tree's order holds:
+// a free range whose start moves within the range it covers, for one.
+func (n *Node[V]) Rekey(hi, lo uint64) { n.hi, n.lo = hi, lo }
+
 // less reports whether (aHi, aLo) comes before (bHi, bLo).
 func less(aHi, aLo, bHi, bLo uint64) bool { return aHi < bHi || (aHi == bHi && aLo < bLo) }
 

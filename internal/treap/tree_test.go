@@ -186,3 +186,23 @@ func TestTreeChurnAllocatesNothing(t *testing.T) {
 	assert.Zero(t, allocs)
 	require.NoError(t, checkTree(&tr))
 }
+
+// Rekey moves a key between its neighbours in place: the tree stays ordered and finds the node by
+// its new key only.
+func TestRekeyBetweenNeighbours(t *testing.T) {
+	var tr Tree[int]
+	for k := range uint64(50) {
+		tr.Insert(10*k, 0, 0, int(k))
+	}
+	n := tr.Floor(200, 0)
+	require.NotNil(t, n)
+	n.Rekey(205, 0) // between 190 and 210
+	require.NoError(t, checkTree(&tr))
+	assert.Same(t, n, tr.Floor(209, 0))
+	assert.Same(t, n, tr.Ceil(191, 0))
+	assert.Equal(t, 19, tr.Floor(204, 0).Value)
+	assert.False(t, tr.Delete(200, 0), "the old key is gone")
+	assert.True(t, tr.Delete(205, 0))
+	assert.Equal(t, 49, tr.Len())
+	require.NoError(t, checkTree(&tr))
+}
