@@ -313,6 +313,12 @@ func (e *Engine) carveAt(pos, r uint64) *block {
 	if !e.loose.take(pos, pos+r) {
 		panic("stitch: carving bytes that are not loose")
 	}
+	return e.primitiveAt(pos, r)
+}
+
+// primitiveAt makes the arena bytes [pos, pos+r), in no free set and owned by no block, a
+// primitive block.
+func (e *Engine) primitiveAt(pos, r uint64) *block {
 	b := e.newBlock()
 	b.kind, b.pos, b.size, b.ptr = primitive, pos, r, e.arenaBase+uintptr(pos)
 	e.owners.insertWith(span{start: pos, end: pos + r}, b)

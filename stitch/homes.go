@@ -1,5 +1,10 @@
 package stitch
 
+import (
+	"cmp"
+	"slices"
+)
+
 // home is a place where a block of some size once lay: bytes [off, off+size) of the arena
 // (v == nil) or of view v.
 type home struct {
@@ -149,7 +154,10 @@ func (e *Engine) homeCost(h home, r, limit uint64) (cost uint64, ok bool, witnes
 	return cost, ok, witness
 }
 
-// takeHome flushes the cached blocks at home h and makes it a block of r bytes.
+// takeHome flushes the cached blocks at home h and makes it a block of r bytes. The flushed blocks'
+// bytes inside the home pass to the new block directly: only those outside it are given back to the
+// loose set, and only the loose bytes of the home are taken from it, rather than every flushed byte
+// joining the loose set to be carved out again (the loose set ends the same).
 func (e *Engine) takeHome(h home, r uint64) *block {
 	pieces := e.placeBuf[:0]
 	if h.v != nil {
@@ -157,12 +165,75 @@ func (e *Engine) takeHome(h home, r uint64) *block {
 	} else {
 		pieces = append(pieces, span{start: h.off, end: h.off + r})
 	}
-	e.flushUnder(pieces)
+	slices.SortFunc(pieces, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	flush := e.flushBuf[:0]
+	for _, p := range pieces {
+		e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
+			if !slices.Contains(flush, n.b) {
+				flush = append(flush, n.b)
+			}
+			return true
+		})
+	}
+	for _, b := range flush {
+		e.flushInto(b, pieces)
+	}
+	clear(flush)
+	e.flushBuf = flush[:0]
+	loose := e.looseBuf[:0]
+	for _, p := range pieces {
+		loose = loose[:0]
+		e.loose.byAddr.overlapping(p.start, p.end, func(n *tnode) bool { loose = append(loose, n.s); return true })
+		for _, s := range loose {
+			if !e.loose.take(max(s.start, p.start), min(s.end, p.end)) {
+				panic("stitch: taking a home whose bytes are not free")
+			}
+		}
+	}
+	e.looseBuf = loose[:0]
 	e.placeBuf = pieces[:0]
 	if h.v != nil {
-		return e.takeView(h.v, h.off, r)
+		return e.windowBlock(h.v, h.off, r)
 	}
-	return e.carveAt(h.off, r)
+	return e.primitiveAt(h.off, r)
+}
+
+// flushInto flushes cached large block b for a block about to be made of the arena ranges pieces
+// (sorted by start): as flush does, except that of b's bytes only those outside pieces are given
+// back to the loose set.
+func (e *Engine) flushInto(b *block, pieces []span) {
+	b.list.unlink(b)
+	delete(e.blocks, b.ptr)
+	e.largeAge.unlink(b)
+	if b.roomLive {
+		e.vacate(b)
+		b.roomLive = false
+	}
+	e.eachArenaRange(b, func(s span) {
+		e.owners.remove(s)
+		e.giveBackOutside(s, pieces)
+	})
+	if b.kind == stitched {
+		b.view.users--
+		b.view.held -= b.size
+	}
+	e.recycle(b)
+}
+
+// giveBackOutside gives the bytes of arena range s that no span of pieces (disjoint, sorted by
+// start) covers back to the loose set.
+func (e *Engine) giveBackOutside(s span, pieces []span) {
+	i, _ := slices.BinarySearchFunc(pieces, s.start, func(p span, x uint64) int { return cmp.Compare(p.end, x+1) })
+	at := s.start
+	for ; i < len(pieces) && pieces[i].start < s.end; i++ {
+		if pieces[i].start > at {
+			e.loose.insert(span{start: at, end: pieces[i].start})
+		}
+		at = max(at, pieces[i].end)
+	}
+	if at < s.end {
+		e.loose.insert(span{start: at, end: s.end})
+	}
 }
 
 // idle reports whether large block b may be flushed to make room: cached and, with several

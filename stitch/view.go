@@ -452,11 +452,20 @@ func (e *Engine) stitch(pieces []span, r uint64) (*block, error) {
 
 // takeView makes bytes [off, off+r) of view v (all loose) a stitched block.
 func (e *Engine) takeView(v *view, off, r uint64) *block {
-	b := e.newBlock()
 	window(v, off, r, func(p span) bool {
 		if !e.loose.take(p.start, p.end) {
 			panic("stitch: view piece not free")
 		}
+		return true
+	})
+	return e.windowBlock(v, off, r)
+}
+
+// windowBlock makes bytes [off, off+r) of view v, whose arena bytes are in no free set and owned by
+// no block, a block.
+func (e *Engine) windowBlock(v *view, off, r uint64) *block {
+	b := e.newBlock()
+	window(v, off, r, func(p span) bool {
 		e.owners.insertWith(p, b)
 		return true
 	})
