@@ -23,6 +23,7 @@ type homeEntry struct {
 	at      home
 	witness *block // a block using the place when last looked at, or nil
 	serial  uint64 // witness's serial then: a recycled block struct reads as another block
+	dead    bool   // used again later, forgotten, or in a released view (homeList)
 }
 
 // passOver reports whether findHome may pass over the home without a look, with best the bytes
@@ -32,36 +33,64 @@ func (h *homeEntry) passOver(best uint64) bool {
 	return w != nil && w.serial == h.serial && (w.live || w.size >= best)
 }
 
-// homeList is the remembered homes of one size, least recently used first.
+// homeList is the remembered homes of one size in order of use, least recently used first. A home
+// used again moves to the end, and its old entry is left dead rather than the entries after it
+// shifted; index finds a home's live entry, so that remembering one is a map lookup, not a walk
+// of up to maxHomes entries. Dead entries are dropped when they outnumber the live ones.
 type homeList struct {
 	entries []homeEntry
+	index   map[home]int // the live entry of each home
+	live    int          // entries not dead
+	first   int          // no live entry before it
 	// pruned: Engine.viewsReleased when the homes in released views were last dropped; while it
-	// is still the count, none of entries lies in a released view.
+	// is still the count, no live entry lies in a released view.
 	pruned uint64
 }
 
-// rememberHome records where large block b lies, as a place for later requests of its size; the
-// list of a size is ordered least recently used first.
+// kill makes entry i dead.
+func (l *homeList) kill(i int) {
+	l.entries[i].dead = true
+	delete(l.index, l.entries[i].at)
+	l.live--
+}
+
+// compact drops the dead entries when they outnumber the live ones.
+func (l *homeList) compact() {
+	if len(l.entries)-l.live <= l.live+16 {
+		return
+	}
+	kept := l.entries[:0]
+	for _, h := range l.entries {
+		if !h.dead {
+			l.index[h.at] = len(kept)
+			kept = append(kept, h)
+		}
+	}
+	clear(l.entries[len(kept):])
+	l.entries, l.first = kept, 0
+}
+
+// rememberHome records where large block b lies, as a place for later requests of its size, the
+// most recently used of its size.
 func (e *Engine) rememberHome(b *block) {
 	h := homeEntry{at: b.place(), witness: b, serial: b.serial} // b is there, or about to go live there
 	l := e.homes[b.size]
 	if l == nil {
-		l = &homeList{pruned: e.viewsReleased}
+		l = &homeList{index: make(map[home]int), pruned: e.viewsReleased}
 		e.homes[b.size] = l
 	}
-	hs := l.entries
-	for i := len(hs) - 1; i >= 0; i-- { // a home used again is most often one used lately
-		if hs[i].at == h.at {
-			// The most recently used last.
-			copy(hs[i:], hs[i+1:])
-			hs[len(hs)-1] = h
-			return
+	if i, ok := l.index[h.at]; ok {
+		l.kill(i)
+	} else if l.live == maxHomes {
+		for l.entries[l.first].dead {
+			l.first++
 		}
+		l.kill(l.first) // the least recently used goes
 	}
-	if len(hs) == maxHomes {
-		hs = append(hs[:0], hs[1:]...)
-	}
-	l.entries = append(hs, h)
+	l.index[h.at] = len(l.entries)
+	l.entries = append(l.entries, h)
+	l.live++
+	l.compact()
 }
 
 // findHome returns the place where a block of r bytes lay before that no live block uses now and
@@ -77,15 +106,13 @@ func (e *Engine) findHomeBut(r uint64, skip func(home) bool) (home, bool) {
 		return home{}, false
 	}
 	if l.pruned != e.viewsReleased {
-		hs := l.entries
-		kept := hs[:0]
-		for _, h := range hs {
-			if h.at.v == nil || !h.at.v.gone {
-				kept = append(kept, h)
+		for i := range l.entries {
+			if h := &l.entries[i]; !h.dead && h.at.v != nil && h.at.v.gone {
+				l.kill(i)
 			}
 		}
-		clear(hs[len(kept):])
-		l.entries, l.pruned = kept, e.viewsReleased
+		l.pruned = e.viewsReleased
+		l.compact()
 	}
 	var best home
 	bestCost := ^uint64(0)
@@ -95,7 +122,7 @@ func (e *Engine) findHomeBut(r uint64, skip func(home) bool) (home, bool) {
 	// the search.
 	for i := len(kept) - 1; i >= 0 && bestCost > 0; i-- {
 		h := &kept[i]
-		if h.passOver(bestCost) || skip != nil && skip(h.at) {
+		if h.dead || h.passOver(bestCost) || skip != nil && skip(h.at) {
 			continue
 		}
 		cost, ok, witness := e.homeCost(h.at, r, bestCost)

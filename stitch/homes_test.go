@@ -19,7 +19,7 @@ func (e *Engine) findHomeByWalk(r uint64) (home, bool) {
 		hs = l.entries
 	}
 	for i := len(hs) - 1; i >= 0 && bestCost > 0; i-- {
-		if h := hs[i].at; h.v == nil || !h.v.gone {
+		if h := hs[i].at; !hs[i].dead && (h.v == nil || !h.v.gone) {
 			if cost, ok, _ := e.homeCost(h, r, bestCost); ok && cost < bestCost {
 				best, bestCost, found = h, cost, true
 			}
@@ -65,7 +65,7 @@ func TestFindHomeByWitnesses(t *testing.T) {
 				hs = l.entries
 			}
 			for _, h := range hs {
-				if h.at.v != nil && h.at.v.gone || !h.passOver(h.witness.size) {
+				if h.dead || h.at.v != nil && h.at.v.gone || !h.passOver(h.witness.size) {
 					continue
 				}
 				skipped++
@@ -87,4 +87,46 @@ func TestFindHomeByWitnesses(t *testing.T) {
 	require.Positive(t, skipped, "no home was ever passed over")
 	require.Positive(t, e.viewsReleased, "no view was released")
 	require.Greater(t, compared, 1000)
+}
+
+// TestHomeListOrder: the live homes of a size are, in order, what a list that moves a home used
+// again to its end and drops its first past maxHomes holds, and the index finds each of them.
+func TestHomeListOrder(t *testing.T) {
+	e, err := New(&nullDriver{}, WithCapacity(1<<30))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	const size = 1 << 20
+	rng := rand.New(rand.NewPCG(2, 4))
+	var want []home
+	for step := range 20000 {
+		off := uint64(rng.IntN(3*maxHomes/2)) << 20
+		if step%5 == 0 {
+			off = uint64(rng.IntN(16)) << 20 // a few homes used again and again
+		}
+		e.rememberHome(&block{kind: primitive, pos: off, size: size})
+		h := home{off: off}
+		if i := slices.Index(want, h); i >= 0 {
+			want = slices.Delete(want, i, i+1)
+		} else if len(want) == maxHomes {
+			want = want[1:]
+		}
+		want = append(want, h)
+		if step%97 != 0 {
+			continue
+		}
+		l := e.homes[size]
+		var got []home
+		for i, x := range l.entries {
+			if x.dead {
+				continue
+			}
+			require.GreaterOrEqual(t, i, l.first, "step %d: a live entry before first", step)
+			require.Equal(t, i, l.index[x.at], "step %d: index of %v", step, x.at)
+			got = append(got, x.at)
+		}
+		require.Equal(t, want, got, "step %d", step)
+		require.Len(t, l.index, len(want))
+		require.Equal(t, len(want), l.live)
+		require.LessOrEqual(t, len(l.entries), 2*l.live+17, "step %d: dead entries pile up", step)
+	}
 }
