@@ -95,9 +95,10 @@ func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
 	if l.head != nil {
 		// The memo this iteration follows put this request where no cached block of its size is.
 		if h, ok := e.findMemo(r); ok {
-			b, out = e.takeHome(h, r), OutcomeSplit
-			e.rememberHome(b)
-			e.recordPlace(b, false)
+			if b, out = e.takeHome(h, r), OutcomeSplit; b != nil { // nil: a driver error lost the place
+				e.rememberHome(b)
+				e.recordPlace(b, false)
+			}
 		} else if l.head != nil {
 			return e.reuse(l.head, size), nil
 		}
@@ -153,10 +154,14 @@ func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
 
 func (e *Engine) placeLarge(r uint64, s Stream) (*block, Outcome, error) {
 	if h, ok := e.findMemo(r); ok {
-		return e.takeHome(h, r), OutcomeSplit, nil
+		if b := e.takeHome(h, r); b != nil {
+			return b, OutcomeSplit, nil
+		}
 	}
 	if h, ok := e.findHome(r); ok {
-		return e.takeHome(h, r), OutcomeSplit, nil
+		if b := e.takeHome(h, r); b != nil {
+			return b, OutcomeSplit, nil
+		}
 	}
 	if b := e.carveLarge(r); b != nil {
 		return b, OutcomeSplit, nil
@@ -173,7 +178,9 @@ func (e *Engine) placeLarge(r uint64, s Stream) (*block, Outcome, error) {
 		}
 	}
 	if w, ok := e.findIdle(r); ok {
-		return e.takeIdle(w, r), OutcomeSplit, nil
+		if b := e.takeIdle(w, r); b != nil {
+			return b, OutcomeSplit, nil
+		}
 	}
 	// A new view is needed. Loose ranges first, so that no cached block is flushed; else idle
 	// runs, flushing only the cached blocks the view covers.
@@ -240,9 +247,9 @@ func (e *Engine) placeLarge(r uint64, s Stream) (*block, Outcome, error) {
 				"inside_one_handle", sliver, "large_cached", e.largeAge.bytes, "small_free", e.smallFree.bytes, "small_cached", e.smallAge.bytes, "pages", len(e.pages),
 				"live", e.live, "reserved", e.reserved)
 		}
-		n := (r - reach + e.g - 1) / e.g
-		n += e.growthExtra(n)
-		err := e.grow(n)
+		need := (r - reach + e.g - 1) / e.g
+		n := need + e.growthExtra(need)
+		err := e.grow(n, need)
 		if err == nil {
 			e.grownIter += n * e.g
 		}
@@ -308,8 +315,13 @@ func (e *Engine) carveLarge(r uint64) *block {
 	return e.carveAt(e.placement(sp, r), r)
 }
 
-// carveAt makes the loose bytes [pos, pos+r) a primitive block.
+// carveAt makes the loose bytes [pos, pos+r) a primitive block, cutting the handles around it to
+// follow it (fitHandles); nil when a driver error there left the bytes without memory.
 func (e *Engine) carveAt(pos, r uint64) *block {
+	if err := e.fitHandles(pos, pos+r); err != nil {
+		e.log.Error("stitch: fitting handles to a block failed", "err", err)
+		return nil
+	}
 	if !e.loose.take(pos, pos+r) {
 		panic("stitch: carving bytes that are not loose")
 	}

@@ -39,9 +39,16 @@ func (e *Engine) growthExtra(n uint64) uint64 {
 }
 
 // grow creates n chunks in free arena slots (holes left by EmptyCache first, then past the end),
-// as handles of the handle size (createRun), and adds them to the loose set. On any driver error
-// everything created by this call is undone.
-func (e *Engine) grow(n uint64) error {
+// the first need of which a request lacks, as handles sized by handleParts, and adds them to the
+// loose set. On any driver error everything created by this call is undone.
+func (e *Engine) grow(n, need uint64) error { return e.growParts(e.handleParts(n, need)) }
+
+// growParts is grow of handles of parts chunks each, in arena order.
+func (e *Engine) growParts(parts []uint64) error {
+	n := uint64(0)
+	for _, k := range parts {
+		n += k
+	}
 	if e.reserved+e.orphanBytes+n*e.g > e.capacity {
 		return fmt.Errorf("stitch: %d more bytes would pass the capacity of %d: %w", n*e.g, e.capacity, ErrOutOfMemory)
 	}
@@ -66,7 +73,17 @@ func (e *Engine) grow(n uint64) error {
 	}
 	var made []physAlloc
 	for _, r := range runs {
-		pas, err := e.createRun(r.first, r.n)
+		// The parts that fall in this run, the one crossing its end cut there.
+		var in []uint64
+		for left := r.n; left > 0; {
+			k := min(parts[0], left)
+			in = append(in, k)
+			left -= k
+			if parts[0] -= k; parts[0] == 0 {
+				parts = parts[1:]
+			}
+		}
+		pas, err := e.createRun(r.first, in)
 		if err != nil {
 			for _, m := range slices.Backward(made) {
 				e.undoRun(m, true)
@@ -98,19 +115,22 @@ func (e *Engine) grow(n uint64) error {
 // highWater is the number of slots ever used; holes are counted below it.
 func (e *Engine) highWater() uint64 { return uint64(len(e.slots)) }
 
-// createRun creates the chunks of arena slots [first, first+n) as handles of the handle size (the
-// last one shorter), maps each whole at its slots and makes the run accessible with one SetAccess;
-// it leaves nothing behind on error.
-func (e *Engine) createRun(first, n uint64) ([]physAlloc, error) {
-	unit := e.cfg.handleSize / e.g
+// createRun creates the chunks of arena slots from first on as handles of parts chunks each, maps
+// each whole at its slots and makes the run accessible with one SetAccess; it leaves nothing behind
+// on error.
+func (e *Engine) createRun(first uint64, parts []uint64) ([]physAlloc, error) {
+	n := uint64(0)
+	for _, k := range parts {
+		n += k
+	}
 	var made []physAlloc
 	undo := func(mapped bool) {
 		for _, m := range slices.Backward(made) {
 			e.undoRun(m, mapped)
 		}
 	}
-	for at := first; at < first+n; {
-		k := min(unit, first+n-at)
+	at := first
+	for _, k := range parts {
 		h, err := e.drv.create(k * e.g)
 		if err != nil {
 			undo(true)

@@ -41,6 +41,7 @@ type Engine struct {
 	reserved     uint64 // bytes of present chunks: grow, releaseAlloc. Check: checkPhysical
 	peakReserved uint64 // most reserved ever: grow. Check: checkPhysical (reserved ≤ peak)
 	grownIter    uint64 // bytes created since the last MarkIteration (growthExtra): placeLarge, MarkIteration
+	cutBuf       []uint64 // endCuts' result, reused (scratch, no state)
 	// orphans: driver objects an error left that the engine could not give back (undoRun,
 	// releaseAlloc, dropRange, unmapView, destroyEvent add; retryOrphans, Close retry). Check:
 	// checkPhysical (blocked slots), checkViews (the chunks an orphaned view range maps).

@@ -16,6 +16,7 @@ type config struct {
 	maxViewBytes   uint64 // 0: 16 × arena size
 	capacity       uint64 // 0: what the driver reports
 	handleSize     uint64 // bytes of each physical allocation; 0 until New: Granularity
+	followBlocks   bool   // handles sized to the blocks (handles.go)
 	growthSlack    float64
 	warmupGrowth   uint64 // 0: none; see WithWarmupGrowth
 	logger         *slog.Logger
@@ -108,6 +109,23 @@ func WithWarmupGrowth(bytes uint64) Option {
 // for growths of 256 MiB or more and 2 MiB otherwise: 1.093. So the default keeps memory first.
 func WithHandleSize(bytes uint64) Option {
 	return func(c *config) error { c.handleSize = bytes; return nil }
+}
+
+// WithHandlesFollowBlocks sizes the physical allocations (handles) to the blocks instead of to
+// one handle size (handles.go): a growth creates the request's deficit as one handle and its
+// headroom as another, pages get one handle each, and a large block carved from (or ending a
+// stitch in) a handle that lies wholly in free memory has that handle re-created around it at the
+// chunk boundaries of its ends (idle views over it are released first). Every VMM call costs per
+// handle, so creating and stitching memory then costs per block rather than per 2 MiB; re-creating
+// a handle costs a Create per part, an Unmap, a Release (per byte: 0.57 ms per GiB on an H200), a
+// Map per part and a SetAccess. A handle that another block or a used view shares stays whole, and
+// a re-cut needs the new handles to fit beside the old one under the capacity, so close to the
+// capacity handles are shared and free bytes in their middle cannot be stitched.
+// Measured (gmlake-bench replay --min-capacity --json, marks on, on the shared, held-out, own and
+// ResNet traces; H200 cost model): see the package documentation's section on handles. Off by
+// default: it lowers the driver time of every trace but costs capacity on some.
+func WithHandlesFollowBlocks() Option {
+	return func(c *config) error { c.followBlocks = true; return nil }
 }
 
 // WithLogger sets where the engine logs (nothing by default).

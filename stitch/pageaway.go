@@ -51,8 +51,8 @@ func (e *Engine) placePageAway() *block {
 	}
 	n := (e.pageSize + e.g - 1) / e.g
 	grown := max(pageGrowth, uint64(len(e.pages))/pageGrowthShare)
-	if e.grow(grown*n) != nil {
-		if e.grow(n) != nil {
+	if e.growPages(grown, n) != nil {
+		if e.growPages(1, n) != nil {
 			return nil
 		}
 		grown = 1
