@@ -16,6 +16,28 @@
 // iteration costs in the driver is the number of handles it creates, maps, makes accessible and
 // unmaps.
 //
+// # Handles that follow the blocks (WithHandlesFollowBlocks, off by default)
+//
+// With WithHandlesFollowBlocks the handles are sized to the blocks (handles.go): a growth creates
+// the request's deficit as one handle and its headroom as another, a page is one handle, and a
+// large block carved from a handle that lies wholly in free memory has that handle re-created
+// around it, at the chunk boundaries of its ends, its partial end chunks included, so that free
+// memory stays whole handles and a stitch maps one handle per block it spans rather than one per
+// 2 MiB. A re-cut costs a Create per part, an Unmap, a Release (which the H200 charges per byte,
+// 0.57 ms per GiB), a Map per part and a SetAccess; idle views over the handle are released
+// first; a handle another block or a used view shares stays whole.
+// Measured with gmlake-bench replay --min-capacity --json (marks on, the H200 cost model) on the
+// 7 shared traces, the 6 held-out ones, the 3 gpu-train ones and the 3 ResNet ones, against the
+// default engine in the same run: the largest steady iteration's driver time fell on 11 of 19
+// (llama1b-full 526 -> 140 ms, opt1.3b-full 307 -> 114, llama7b-lora-ckpt-off 219 -> 39,
+// neox20b-lora-ckpt 148 -> 51, the gpu-train GPT-2-XL trace 563 -> 114) and rose on the 8 where
+// the default makes few or none (bert-base MLM 0 -> 39 ms, Qwen-150k LoRA 0 -> 40, T5 7 -> 28:
+// blocks of new sizes keep re-cutting handles); the largest warm-up iteration's fell on every
+// trace (llama1b-full 1029 -> 372 ms, neox20b 2012 -> 386, bert-base 205 -> 117). Capacity / peak active stayed within 0.002 of the
+// default's but on the multi-scale ResNet-50 (1.0043 -> 1.0154, past 1.01) and Qwen-150k
+// (1.0009 -> 1.0025). Neither driver-time target (1% and 10% of PyTorch's step) is met on most
+// traces with it either, and one trace loses its capacity target: so it is an option.
+//
 // # Blocks, views, and the three places a free byte can be
 //
 // A block is what Alloc returns: a pointer, a size rounded to 512 bytes, and physical bytes.

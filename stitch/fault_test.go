@@ -46,49 +46,60 @@ func TestDriverFaults(t *testing.T) {
 		stitch.CallDestroyEvent, stitch.CallSynchronize}
 	for _, kind := range kinds {
 		for _, n := range []int{1, 2, 3, 5, 8} {
-			t.Run(fmt.Sprintf("%s#%d", kind, n), func(t *testing.T) {
-				h := newHarness(t, []sim.Option{sim.WithCapacity(64 * MiB), sim.WithEventDelay(1)},
-					stitch.WithStitchBudget(1, 0))
-				h.d.FailNth(kind, n+countAtNew(kind), nil)
-				failed := false
-				for i, o := range faultScript {
-					ctx := fmt.Sprintf("op %d: %v", i, o)
-					var err error
-					switch o.kind {
-					case opAlloc:
-						_, err = h.alloc(o.size, o.stream)
-					case opFree:
-						if len(h.ptrs) > 0 {
-							err = h.free(h.ptrs[o.pick%len(h.ptrs)])
+			for _, follow := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s#%d/follow=%v", kind, n, follow), func(t *testing.T) {
+					h := newHarness(t, []sim.Option{sim.WithCapacity(64 * MiB), sim.WithEventDelay(1)},
+						faultOptions(follow, stitch.WithStitchBudget(1, 0))...)
+					h.d.FailNth(kind, n+countAtNew(kind), nil)
+					failed := false
+					for i, o := range faultScript {
+						ctx := fmt.Sprintf("op %d: %v", i, o)
+						var err error
+						switch o.kind {
+						case opAlloc:
+							_, err = h.alloc(o.size, o.stream)
+						case opFree:
+							if len(h.ptrs) > 0 {
+								err = h.free(h.ptrs[o.pick%len(h.ptrs)])
+							}
+						case opEmptyCache:
+							err = h.e.EmptyCache()
+						case opReset:
+							err = h.e.Reset()
+							if err == nil {
+								h.forgetAll()
+							}
 						}
-					case opEmptyCache:
-						err = h.e.EmptyCache()
-					case opReset:
-						err = h.e.Reset()
-						if err == nil {
-							h.forgetAll()
+						if err != nil {
+							require.ErrorIs(t, err, sim.ErrInjected, ctx)
+							require.False(t, failed, "%s: a second failure: %v", ctx, err)
+							failed = true
+							if o.kind == opReset {
+								h.forgetAll() // Reset frees every block before it releases memory
+							}
 						}
+						h.check(ctx)
+						st, live := h.e.Stats(), h.d.Live()
+						require.Equal(t, live.PhysicalBytes, st.ReservedBytes, "%s: physical memory the engine does not know of", ctx)
+						require.Equal(t, live.VirtualBytes, st.VirtualBytes, "%s: virtual ranges the engine does not know of", ctx)
 					}
-					if err != nil {
-						require.ErrorIs(t, err, sim.ErrInjected, ctx)
-						require.False(t, failed, "%s: a second failure: %v", ctx, err)
-						failed = true
-						if o.kind == opReset {
-							h.forgetAll() // Reset frees every block before it releases memory
-						}
+					h.closeAndCheckLeaks()
+					if n <= 2 {
+						require.GreaterOrEqual(t, h.d.Calls()[kind], uint64(n+countAtNew(kind)), "the fault never fired")
 					}
-					h.check(ctx)
-					st, live := h.e.Stats(), h.d.Live()
-					require.Equal(t, live.PhysicalBytes, st.ReservedBytes, "%s: physical memory the engine does not know of", ctx)
-					require.Equal(t, live.VirtualBytes, st.VirtualBytes, "%s: virtual ranges the engine does not know of", ctx)
-				}
-				h.closeAndCheckLeaks()
-				if n <= 2 {
-					require.GreaterOrEqual(t, h.d.Calls()[kind], uint64(n+countAtNew(kind)), "the fault never fired")
-				}
-			})
+				})
+			}
 		}
 	}
+}
+
+// faultOptions adds stitch.WithHandlesFollowBlocks to opts when follow is set: the fault tests run
+// with handles of one size and with handles that follow the blocks (re-cut on carving).
+func faultOptions(follow bool, opts ...stitch.Option) []stitch.Option {
+	if follow {
+		opts = append(opts, stitch.WithHandlesFollowBlocks())
+	}
+	return opts
 }
 
 // TestDoubleDriverFaults: a call fails and so does the first call of its rollback. What cannot be
@@ -104,33 +115,35 @@ func TestDoubleDriverFaults(t *testing.T) {
 	}
 	for _, p := range pairs {
 		for _, n := range []int{1, 2, 4, 7} {
-			t.Run(fmt.Sprintf("%s#%d then %s", p.first, n, p.rollback), func(t *testing.T) {
-				h := newHarness(t, []sim.Option{sim.WithCapacity(64 * MiB)}, stitch.WithStitchBudget(1, 0))
-				h.d.FailNth(p.first, n, nil)
-				h.d.FailNth(p.rollback, 1+int(h.d.Calls()[p.rollback]), nil)
-				for i, o := range faultScript {
-					ctx := fmt.Sprintf("op %d: %v", i, o)
-					var err error
-					switch o.kind {
-					case opAlloc:
-						_, err = h.alloc(o.size, o.stream)
-					case opFree:
-						if len(h.ptrs) > 0 {
-							err = h.free(h.ptrs[o.pick%len(h.ptrs)])
+			for _, follow := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s#%d then %s/follow=%v", p.first, n, p.rollback, follow), func(t *testing.T) {
+					h := newHarness(t, []sim.Option{sim.WithCapacity(64 * MiB)}, faultOptions(follow, stitch.WithStitchBudget(1, 0))...)
+					h.d.FailNth(p.first, n, nil)
+					h.d.FailNth(p.rollback, 1+int(h.d.Calls()[p.rollback]), nil)
+					for i, o := range faultScript {
+						ctx := fmt.Sprintf("op %d: %v", i, o)
+						var err error
+						switch o.kind {
+						case opAlloc:
+							_, err = h.alloc(o.size, o.stream)
+						case opFree:
+							if len(h.ptrs) > 0 {
+								err = h.free(h.ptrs[o.pick%len(h.ptrs)])
+							}
+						case opEmptyCache:
+							err = h.e.EmptyCache()
+						case opReset:
+							err = h.e.Reset()
+							h.forgetAll()
 						}
-					case opEmptyCache:
-						err = h.e.EmptyCache()
-					case opReset:
-						err = h.e.Reset()
-						h.forgetAll()
+						if err != nil {
+							require.ErrorIs(t, err, sim.ErrInjected, ctx)
+						}
+						h.check(ctx)
 					}
-					if err != nil {
-						require.ErrorIs(t, err, sim.ErrInjected, ctx)
-					}
-					h.check(ctx)
-				}
-				h.closeAndCheckLeaks()
-			})
+					h.closeAndCheckLeaks()
+				})
+			}
 		}
 	}
 }

@@ -52,7 +52,7 @@ func (e *Engine) fitHandles(pos, end uint64) error {
 	if !e.cfg.followBlocks {
 		return nil
 	}
-	for _, cut := range e.endCuts(pos, end) {
+	for _, cut := range e.endCuts(pos, end, true) {
 		if err := e.cutAt(cut); err != nil {
 			return err
 		}
@@ -62,12 +62,15 @@ func (e *Engine) fitHandles(pos, end uint64) error {
 
 // endCuts are the chunk boundaries fitHandles cuts at for a block [pos, end): around it, and around
 // its first and last chunks when it shares them (it starts or ends inside a chunk), so that a
-// neighbour using the rest of such a chunk pins only that chunk's handle.
-func (e *Engine) endCuts(pos, end uint64) []uint64 {
+// neighbour using the rest of such a chunk pins only that chunk's handle; the cuts at its start only
+// with head.
+func (e *Engine) endCuts(pos, end uint64, head bool) []uint64 {
 	cuts := e.cutBuf[:0]
-	cuts = append(cuts, pos/e.g)
-	if pos%e.g != 0 {
-		cuts = append(cuts, pos/e.g+1)
+	if head {
+		cuts = append(cuts, pos/e.g)
+		if pos%e.g != 0 {
+			cuts = append(cuts, pos/e.g+1)
+		}
 	}
 	if end%e.g != 0 && end/e.g > pos/e.g+1 {
 		cuts = append(cuts, end/e.g)
@@ -81,17 +84,63 @@ func (e *Engine) endCuts(pos, end uint64) []uint64 {
 // strictly inside it, the handle is wholly loose and no view maps it. It returns the driver's
 // error when one lost the handle's memory.
 func (e *Engine) cutAt(c uint64) error {
-	if c >= uint64(len(e.slots)) || !e.slots[c].present || e.slots[c].hoff == 0 {
+	if !e.cfg.followBlocks || c >= uint64(len(e.slots)) || !e.slots[c].present || e.slots[c].hoff == 0 {
 		return nil // no handle there, or c is where one begins
 	}
 	pa := e.allocs[e.slots[c].h]
-	if _, ok := e.loose.containing(pa.first*e.g, (pa.first+pa.n)*e.g); !ok || e.reserved+e.orphanBytes+pa.n*e.g > e.capacity {
-		return nil // another block uses it, or the new handles would not fit beside it
+	if _, ok := e.loose.containing(pa.first*e.g, (pa.first+pa.n)*e.g); !ok {
+		return nil // another block uses it
 	}
 	if !e.releasable(pa) && !e.dropIdleViewsOn(pa) {
 		return nil
 	}
-	return e.recut(pa, []uint64{c - pa.first, pa.first + pa.n - c})
+	parts := []uint64{c - pa.first, pa.first + pa.n - c}
+	if e.reserved+e.orphanBytes+pa.n*e.g > e.capacity {
+		return e.recutInPlace(pa, parts) // the new handles do not fit beside the old one
+	}
+	return e.recut(pa, parts)
+}
+
+// recutInPlace is recut for when the new handles cannot be created before pa is released: pa is
+// unmapped and released first, then the new handles are created, mapped and made accessible. If
+// that fails, pa's bytes are lost to the arena (its slots left empty) and the error is returned.
+func (e *Engine) recutInPlace(pa *physAlloc, parts []uint64) error {
+	addr, size := e.arenaBase+uintptr(pa.first*e.g), pa.n*e.g
+	if err := e.drv.unmap(addr, size); err != nil {
+		return nil
+	}
+	if err := e.drv.release(pa.h); err != nil {
+		if e.drv.mapRange(addr, size, pa.h, 0) == nil {
+			if e.drv.setAccess(addr, size) == nil {
+				return nil
+			}
+			if e.drv.unmap(addr, size) != nil {
+				e.loseAlloc(pa, true, false)
+				return fmt.Errorf("stitch: re-cut of a handle: %w", err)
+			}
+		}
+		e.loseAlloc(pa, false, false)
+		return fmt.Errorf("stitch: re-cut of a handle: %w", err)
+	}
+	made, err := e.createRun(pa.first, parts)
+	if err != nil {
+		e.loseAlloc(pa, false, true)
+		return fmt.Errorf("stitch: re-cut of a handle: %w", err)
+	}
+	e.adopt(pa, made)
+	return nil
+}
+
+// adopt puts the handles made in place of pa into the engine's tables.
+func (e *Engine) adopt(pa *physAlloc, made []physAlloc) {
+	delete(e.allocs, pa.h)
+	for _, m := range made {
+		e.allocs[m.h] = &physAlloc{h: m.h, first: m.first, n: m.n}
+		for i := uint64(0); i < m.n; i++ {
+			s := &e.slots[m.first+i]
+			s.h, s.hoff = m.h, i*e.g
+		}
+	}
 }
 
 // recut replaces handle pa, wholly loose and mapped by no view, with handles of parts chunks (in
@@ -146,12 +195,12 @@ func (e *Engine) recut(pa *physAlloc, parts []uint64) error {
 					return nil
 				}
 				if e.drv.unmap(addr, size) != nil {
-					e.loseAlloc(pa, true)
+					e.loseAlloc(pa, true, false)
 					return fmt.Errorf("stitch: re-cut of a handle: %w", err)
 				}
 			}
 		}
-		e.loseAlloc(pa, false)
+		e.loseAlloc(pa, false, false)
 		return fmt.Errorf("stitch: re-cut of a handle: %w", err)
 	}
 	if err := e.drv.release(pa.h); err != nil {
@@ -159,20 +208,14 @@ func (e *Engine) recut(pa *physAlloc, parts []uint64) error {
 		e.orphans = append(e.orphans, orphan{h: pa.h, size: size})
 		e.orphanBytes += size
 	}
-	delete(e.allocs, pa.h)
-	for _, m := range made {
-		e.allocs[m.h] = &physAlloc{h: m.h, first: m.first, n: m.n}
-		for i := uint64(0); i < m.n; i++ {
-			s := &e.slots[m.first+i]
-			s.h, s.hoff = m.h, i*e.g
-		}
-	}
+	e.adopt(pa, made)
 	return nil
 }
 
 // loseAlloc gives up handle pa after a failed recut: its loose bytes leave the arena and its slots
-// become empty (blocked while still mapped), and the handle is released or kept as an orphan.
-func (e *Engine) loseAlloc(pa *physAlloc, stillMapped bool) {
+// become empty (blocked while still mapped), and the handle is released or kept as an orphan
+// (released already, if so).
+func (e *Engine) loseAlloc(pa *physAlloc, stillMapped, released bool) {
 	addr, size := e.arenaBase+uintptr(pa.first*e.g), pa.n*e.g
 	e.loose.take(pa.first*e.g, (pa.first+pa.n)*e.g)
 	for i := pa.first; i < pa.first+pa.n; i++ {
@@ -187,9 +230,11 @@ func (e *Engine) loseAlloc(pa *physAlloc, stillMapped bool) {
 		e.blockSlots(pa.first, pa.n, true)
 		return
 	}
-	if err := e.drv.release(pa.h); err != nil {
-		e.orphans = append(e.orphans, orphan{h: pa.h, size: size})
-		e.orphanBytes += size
+	if !released {
+		if err := e.drv.release(pa.h); err != nil {
+			e.orphans = append(e.orphans, orphan{h: pa.h, size: size})
+			e.orphanBytes += size
+		}
 	}
 	e.log.Error("stitch: a handle could not be mapped back after a failed re-cut; its memory is given up")
 }

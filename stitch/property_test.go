@@ -61,15 +61,24 @@ func TestPropertyRandomWorkloads(t *testing.T) {
 		seeds = []uint64{v}
 	}
 	for _, seed := range seeds {
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			capacity := uint64(64+seed%4*64) * MiB
-			h := newHarness(t, []sim.Option{sim.WithCapacity(capacity), sim.WithEventDelay(int(seed % 3))},
-				stitch.WithStitchBudget(int(2+seed%8), 0))
-			h.run(randomOps(seed, n), func() string { return fmt.Sprintf("seed %d (GMLAKE_SEED=%d to replay)", seed, seed) })
-			st := h.e.Stats()
-			t.Logf("outcomes %v, driver calls %v, views %d", st.Outcomes, st.DriverCalls, st.StitchedBlocks)
-			h.closeAndCheckLeaks()
-		})
+		// Every seed with handles of one size, and the first four again with handles that
+		// follow the blocks (re-cut as blocks are carved).
+		for _, follow := range []bool{false, true} {
+			if follow && seed > 4 {
+				continue
+			}
+			t.Run(fmt.Sprintf("seed=%d/follow=%v", seed, follow), func(t *testing.T) {
+				capacity := uint64(64+seed%4*64) * MiB
+				h := newHarness(t, []sim.Option{sim.WithCapacity(capacity), sim.WithEventDelay(int(seed % 3))},
+					faultOptions(follow, stitch.WithStitchBudget(int(2+seed%8), 0))...)
+				h.run(randomOps(seed, n), func() string {
+					return fmt.Sprintf("seed %d, follow %v (GMLAKE_SEED=%d to replay)", seed, follow, seed)
+				})
+				st := h.e.Stats()
+				t.Logf("outcomes %v, driver calls %v, views %d", st.Outcomes, st.DriverCalls, st.StitchedBlocks)
+				h.closeAndCheckLeaks()
+			})
+		}
 	}
 }
 
@@ -83,8 +92,11 @@ func FuzzEngine(f *testing.F) {
 		if len(ops) > 300 {
 			ops = ops[:300]
 		}
-		h := newHarness(t, []sim.Option{sim.WithCapacity(96 * MiB), sim.WithEventDelay(1)}, stitch.WithStitchBudget(3, 0))
-		h.run(ops, func() string { return "fuzz input" })
+		// An odd first byte runs the input with handles that follow the blocks.
+		follow := len(data) > 0 && data[0]&1 == 1
+		h := newHarness(t, []sim.Option{sim.WithCapacity(96 * MiB), sim.WithEventDelay(1)},
+			faultOptions(follow, stitch.WithStitchBudget(3, 0))...)
+		h.run(ops, func() string { return fmt.Sprintf("fuzz input (follow %v)", follow) })
 		h.closeAndCheckLeaks()
 	})
 }

@@ -444,7 +444,7 @@ func (e *Engine) stitch(pieces []span, r uint64) (*block, error) {
 	// The last piece ends inside its handle: cut it there, so that the view maps only what the
 	// block uses of it and the rest stays whole for others.
 	last := pieces[len(pieces)-1]
-	for _, c := range e.endCuts(last.start, last.end)[1:] {
+	for _, c := range e.endCuts(last.start, last.end, false) {
 		if err := e.cutAt(c); err != nil {
 			return nil, err
 		}

@@ -13,10 +13,14 @@ import (
 // granularity is CUDA's on the H200, and the simulator's here, so both runs make the same choices.
 const granularity = 2 << 20
 
+// engineOptions are added to every engine the replays make, on the GPU and on the simulator
+// (--follow-blocks).
+var engineOptions []stitch.Option
+
 // newEngineAllocator is the stitching engine over d as a baseline.Allocator, holding at most capacity
 // bytes (0: whatever d has).
 func newEngineAllocator(d stitch.Driver, capacity uint64) (*baseline.GMLake, error) {
-	var opts []stitch.Option
+	opts := append([]stitch.Option(nil), engineOptions...)
 	if capacity > 0 {
 		opts = append(opts, stitch.WithCapacity(capacity))
 	}

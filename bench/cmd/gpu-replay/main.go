@@ -41,6 +41,7 @@ import (
 	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/driver/cuda"
 	"github.com/gmlake/gmlake/internal/units"
+	"github.com/gmlake/gmlake/stitch"
 	"github.com/gmlake/gmlake/trace"
 )
 
@@ -57,6 +58,7 @@ type cli struct {
 	Below        bool          `default:"true" negatable:"" help:"Also replay on the GPU 2 MiB below the minimum capacity (expects out-of-memory)."`
 	Bisect       bool          `default:"true" negatable:"" help:"Bisect the engine's minimum capacity on the simulator (unless --sim has it) and replay at it on the GPU; --no-bisect replays without a limit only."`
 	Steps        []string      `sep:"," placeholder:"FILE,..." help:"PyTorch's training step per trace (pytorch-steps.jsonl): the markdown then judges the measured driver time against it."`
+	FollowBlocks bool          `name:"follow-blocks" help:"Run the engine with stitch.WithHandlesFollowBlocks (handles sized to the blocks), on the GPU and on the simulator."`
 	Repeat       int           `default:"1" help:"With N > 1, also replay gmlake (GPU and simulator, no capacity limit) over the iterations repeated N times in a row; the last repetition is reported on its own."`
 }
 
@@ -71,6 +73,10 @@ func main() {
 }
 
 func (c *cli) run(stdout, stderr io.Writer) error {
+	engineOptions = nil
+	if c.FollowBlocks {
+		engineOptions = append(engineOptions, stitch.WithHandlesFollowBlocks())
+	}
 	files, err := c.traceFiles()
 	if err != nil {
 		return err
