@@ -31,19 +31,19 @@ type Engine struct {
 	arenaSize uint64  // bytes of the arena, capacity rounded to G; 0 once closed
 	closed    bool    // Close ran: every call but Close and Check fails with ErrClosed
 	// slots: one per chunk of the arena: the handle and offset in it of the chunk there, and how
-	// many views map it. Written by grow, releaseAlloc, blockSlots (handles), mapView, unmapView,
-	// dropRange (view counts). Check: checkPhysical (each present slot matches its allocation;
+	// many views map it. Written by grow, releaseAlloc, blockSlots, adopt and loseAlloc (a re-cut,
+	// handles.go) (handles), mapView, unmapView, dropRange (view counts). Check: checkPhysical (each present slot matches its allocation;
 	// blocked slots have an orphan), checkViews (view counts).
 	slots []slot
-	holes int // slots below len(slots) holding no chunk: grow, releaseAlloc, blockSlots. Check: checkPhysical
-	// allocs: every live handle, by handle: grow, releaseAlloc. Check: checkPhysical.
+	holes int // slots below len(slots) holding no chunk: grow, releaseAlloc, blockSlots, loseAlloc. Check: checkPhysical
+	// allocs: every live handle, by handle: grow, releaseAlloc, adopt, loseAlloc. Check: checkPhysical.
 	allocs       map[PhysHandle]*physAlloc
-	reserved     uint64 // bytes of present chunks: grow, releaseAlloc. Check: checkPhysical
-	peakReserved uint64 // most reserved ever: grow. Check: checkPhysical (reserved ≤ peak)
-	grownIter    uint64 // bytes created since the last MarkIteration (growthExtra): placeLarge, MarkIteration
+	reserved     uint64   // bytes of present chunks: grow, releaseAlloc, loseAlloc. Check: checkPhysical
+	peakReserved uint64   // most reserved ever: grow. Check: checkPhysical (reserved ≤ peak)
+	grownIter    uint64   // bytes created since the last MarkIteration (growthExtra): placeLarge, MarkIteration
 	cutBuf       []uint64 // endCuts' result, reused (scratch, no state)
 	// orphans: driver objects an error left that the engine could not give back (undoRun,
-	// releaseAlloc, dropRange, unmapView, destroyEvent add; retryOrphans, Close retry). Check:
+	// releaseAlloc, dropRange, unmapView, destroyEvent, recut, loseAlloc add; retryOrphans, Close retry). Check:
 	// checkPhysical (blocked slots), checkViews (the chunks an orphaned view range maps).
 	orphans     []orphan
 	orphanBytes uint64 // physical bytes the driver holds that the engine could not give back
@@ -51,8 +51,8 @@ type Engine struct {
 
 	// The free set (freeset.go): loose arena ranges, coalesced, by address and by size. Every
 	// present byte is loose, or owned by one large block (live, cached, or a page). Taken by
-	// carveAt and takeView; given back by releaseLarge and grow; releaseAlloc takes a handle's
-	// bytes out with the handle. Check: checkFreeSet("loose"), checkPhysical (loose ranges and
+	// carveAt and takeView; given back by releaseLarge and grow; releaseAlloc (and loseAlloc, after
+	// a failed re-cut) takes a handle's bytes out with the handle. Check: checkFreeSet("loose"), checkPhysical (loose ranges and
 	// blocks tile the present chunks exactly).
 	loose *freeSet
 
