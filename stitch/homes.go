@@ -186,6 +186,14 @@ func (e *Engine) homeCost(h home, r, limit uint64) (cost uint64, ok bool, witnes
 // loose set, and only the loose bytes of the home are taken from it, rather than every flushed byte
 // joining the loose set to be carved out again (the loose set ends the same).
 func (e *Engine) takeHome(h home, r uint64) *block {
+	if e.cfg.followBlocks && h.v == nil {
+		// Handles follow the blocks: the home's bytes are made loose first, so that carveAt can
+		// re-cut the handles around them to the block (fitHandles). nil if that lost them.
+		e.placeBuf = append(e.placeBuf[:0], span{start: h.off, end: h.off + r})
+		e.flushUnder(e.placeBuf)
+		e.placeBuf = e.placeBuf[:0]
+		return e.carveAt(h.off, r)
+	}
 	pieces := e.placeBuf[:0]
 	if h.v != nil {
 		window(h.v, h.off, r, func(p span) bool { pieces = append(pieces, p); return true })
