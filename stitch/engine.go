@@ -147,6 +147,8 @@ type Engine struct {
 	candBuf   []candidate      // planFrom
 	looseBuf  []span           // loose ranges in address order, for idleRunsIn
 	segBuf    []idleSeg        // segments of an idle run, for findIdle and idlePlan
+	runBuf    []span           // idle runs gathered by idlePlan
+	planBuf   []span           // the runs of those idlePlan tries a plan over
 	placeBuf  []span           // the arena pieces of a place being taken, for takeHome
 
 	// Statistics (Stats). live and liveBlocks: markLive, cache. Check: checkBlocks (they equal

@@ -168,13 +168,59 @@ func (e *Engine) idleRunsIn(t *runTracker, in span) {
 }
 
 // idlePlan is a stitch plan over the arena's idle runs rather than its loose ranges: what a stitch
-// could map if the cached blocks it covers were flushed.
+// could map if the cached blocks it covers were flushed. planFrom takes runs largest first, equal
+// ones lowest first. With one stream the runs come from the room index, largest room first: a run
+// larger than every room still to come (or as large and below it) is already in its place in that
+// order, so once those runs make a plan it is the plan all the runs make, and the search stops. A
+// plan over k runs then looks at about k rooms, O(k log n); a request no plan serves still looks
+// at every room.
 func (e *Engine) idlePlan(r uint64) ([]span, uint64) {
-	return e.planFrom(r, func(fn func(span)) {
-		t := runTracker{r: 1, segs: e.segBuf[:0], found: func(start, end uint64, _ []idleSeg) { fn(span{start: start, end: end}) }}
-		e.idleRunsIn(&t, roomAll) // every run, in address order
-		e.segBuf = t.segs[:0]
+	runs := e.runBuf[:0]
+	t := runTracker{r: 1, segs: e.segBuf[:0], found: func(start, end uint64, _ []idleSeg) {
+		runs = append(runs, span{start: start, end: end})
+	}}
+	defer func() { e.segBuf, e.runBuf = t.segs[:0], runs[:0] }()
+	plan := func(rs []span) ([]span, uint64) {
+		return e.planFrom(r, func(fn func(span)) {
+			for _, s := range rs {
+				fn(s)
+			}
+		})
+	}
+	if e.multiStream {
+		// Whether a cached block is idle depends on its stream's events, which the question
+		// polls: every block, in address order, as idleRuns.
+		e.idleRunsIn(&t, roomAll)
+		return plan(runs)
+	}
+	e.syncRoom()
+	var seen, tried uint64 // bytes of the runs gathered; seen when a plan over them was last tried
+	var pieces []span
+	var reach uint64
+	e.roomLargestFirst(func(room, next span, more bool) bool {
+		before := len(runs)
+		e.idleRunsIn(&t, room)
+		for _, s := range runs[before:] {
+			seen += s.size()
+		}
+		if !more || seen < r || seen < 2*tried {
+			return more // tried again once the runs have doubled: O(m log m) over m runs in all
+		}
+		tried = seen
+		final := e.planBuf[:0]
+		for _, s := range runs {
+			if s.size() > next.size() || s.size() == next.size() && s.start < next.start {
+				final = append(final, s)
+			}
+		}
+		e.planBuf = final[:0]
+		pieces, reach = plan(final)
+		return pieces == nil
 	})
+	if pieces != nil {
+		return pieces, reach
+	}
+	return plan(runs)
 }
 
 // flushUnder flushes every cached block owning bytes of pieces.
