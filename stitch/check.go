@@ -26,6 +26,7 @@ func (e *Engine) Check() error {
 	e.checkPages(c)
 	e.checkRoom(c)
 	e.checkMemos(c)
+	e.checkStitchable(c)
 	return errors.Join(c.errs...)
 }
 
@@ -502,4 +503,42 @@ func (e *Engine) checkMemos(c *checker) {
 	if s.dominance > domHandedOver || s.dominance != domNone && !s.scattered {
 		c.fail("memo state: dominance %d, scattered %v", s.dominance, s.scattered)
 	}
+}
+
+// checkStitchable verifies the stitch index (stitchable.go) against a walk over the loose ranges:
+// every candidate's head and tail indexed, nothing else, and the sum of their middles.
+func (e *Engine) checkStitchable(c *checker) {
+	want := newStitchable()
+	e.loose.byAddr.walk(func(s span) bool {
+		if cd, ok := e.candidateOf(s); ok {
+			want.mids += cd.mid
+			want.heads.insert(span{start: s.start, end: s.start + cd.head})
+			want.tails.insert(span{start: s.start, end: s.start + cd.tail})
+		}
+		return true
+	})
+	x := &e.stitchable
+	if x.mids != want.mids {
+		c.fail("stitch index: %d whole-handle bytes, the loose ranges have %d", x.mids, want.mids)
+	}
+	for _, t := range []struct {
+		name      string
+		got, want *tree
+	}{{"heads", &x.heads, &want.heads}, {"tails", &x.tails, &want.tails}} {
+		var got, exp []span
+		t.got.walk(func(s span) bool { got = append(got, s); return true })
+		t.want.walk(func(s span) bool { exp = append(exp, s); return true })
+		if !slices.Equal(got, exp) {
+			c.fail("stitch index: %d %s, the loose ranges give %d (first difference at %d)", len(got), t.name, len(exp), firstDiff(got, exp))
+		}
+	}
+}
+
+// firstDiff is the first index where a and b differ.
+func firstDiff(a, b []span) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return i
 }

@@ -55,6 +55,9 @@ type Engine struct {
 	// a failed re-cut) takes a handle's bytes out with the handle. Check: checkFreeSet("loose"), checkPhysical (loose ranges and
 	// blocks tile the present chunks exactly).
 	loose *freeSet
+	// stitchable: what a stitch over every loose range reaches (stitchable.go), kept as the loose
+	// set's size index changes (looseChanged). Check: checkStitchable.
+	stitchable stitchable
 
 	// Blocks and the owner index (block.go, free.go).
 	// owners: the arena ranges of every large block (live, cached, pages; a stitched block one
@@ -213,7 +216,7 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	}
 	e.arenaBase = base
 	e.allocs = make(map[PhysHandle]*physAlloc)
-	e.loose = newFreeSet()
+	e.loose = e.newLoose()
 	e.room = newRoom()
 	e.blocks = make(map[uintptr]*block)
 	e.hotLists = make(sizeLists)

@@ -193,11 +193,14 @@ func (e *Engine) idlePlan(r uint64) ([]span, uint64) {
 		e.idleRunsIn(&t, roomAll)
 		return plan(runs)
 	}
+	if e.largeAge.n == 0 {
+		return e.stitchPlan(r) // no cached large block: the idle runs are the loose ranges
+	}
 	e.syncRoom()
 	var seen, tried uint64 // bytes of the runs gathered; seen when a plan over them was last tried
 	var pieces []span
 	var reach uint64
-	e.roomLargestFirst(func(room, next span, more bool) bool {
+	e.room.bySize.largestFirst(func(room, next span, more bool) bool {
 		before := len(runs)
 		e.idleRunsIn(&t, room)
 		for _, s := range runs[before:] {

@@ -75,12 +75,6 @@ func (e *Engine) eachArenaRange(b *block, fn func(span)) {
 	}
 }
 
-// maxRoomScan bounds the room spans findIdle looks through: the smallest that hold the request,
-// so that a miss costs O(maxRoomScan · log n) however many holes n live blocks leave. The window
-// it takes is the best of those rooms' (idleWindow.better); a larger room beyond them is passed
-// over even if a window there would flush fewer cached bytes.
-const maxRoomScan = 64
-
 // roomAtLeast calls fn on the room spans of at least r bytes, smallest first (equal sizes lowest
 // address first), at most maxRoomScan of them.
 func (e *Engine) roomAtLeast(r uint64, fn func(span)) {
@@ -90,37 +84,4 @@ func (e *Engine) roomAtLeast(r uint64, fn func(span)) {
 		seen++
 		return seen < maxRoomScan
 	})
-}
-
-// roomLargestFirst calls fn on every room span, largest first, equal sizes lowest address first,
-// until fn returns false; next is the span after s in that order (ok false after the last), so
-// that fn knows every span still to come is no larger than next, or as large and not below it.
-// O(log n) a span.
-func (e *Engine) roomLargestFirst(fn func(s, next span, ok bool) bool) {
-	t := &e.room.bySize.t
-	// first returns the lowest-addressed span of the largest size not above hi.
-	first := func(hi uint64) (span, bool) {
-		n := t.Floor(hi, math.MaxUint64)
-		if n == nil {
-			return span{}, false
-		}
-		return t.Ceil(n.Value.s.size(), 0).Value.s, true
-	}
-	after := func(s span) (span, bool) {
-		if n := t.Ceil(s.size(), s.start+1); n != nil && n.Value.s.size() == s.size() {
-			return n.Value.s, true
-		}
-		if s.size() == 0 {
-			return span{}, false
-		}
-		return first(s.size() - 1)
-	}
-	s, ok := first(math.MaxUint64)
-	for ok {
-		next, more := after(s)
-		if !fn(s, next, more) {
-			return
-		}
-		s, ok = next, more
-	}
 }

@@ -1,6 +1,10 @@
 package stitch
 
-import "github.com/gmlake/gmlake/internal/treap"
+import (
+	"math"
+
+	"github.com/gmlake/gmlake/internal/treap"
+)
 
 // span is a half-open byte range [start, end): arena offsets in the large pool, virtual addresses in
 // the small pool. owner tags the page a small-pool span belongs to (0 in the arena); spans coalesce
@@ -23,6 +27,10 @@ type tnode struct {
 type tree struct {
 	t      treap.Tree[tnode]
 	bySize bool
+	// watch, if set, is told of every span inserted and removed: the loose set's size index keeps
+	// the stitch index this way (stitchable.go), since a free set changes its address index in
+	// place but its size index only by insert and remove.
+	watch func(s span, added bool)
 }
 
 // key is s's place in the tree's order.
@@ -41,10 +49,19 @@ func (t *tree) insert(s span) { t.insertWith(s, nil) }
 func (t *tree) insertWith(s span, b *block) {
 	hi, lo := t.key(s)
 	t.t.Insert(hi, lo, 0, tnode{s: s, b: b})
+	if t.watch != nil {
+		t.watch(s, true)
+	}
 }
 
 // remove deletes the span ordered equal to s; it reports whether there was one.
-func (t *tree) remove(s span) bool { return t.t.Delete(t.key(s)) }
+func (t *tree) remove(s span) bool {
+	gone := t.t.Delete(t.key(s))
+	if gone && t.watch != nil {
+		t.watch(s, false)
+	}
+	return gone
+}
 
 // ceilNode returns the node of the smallest span not ordered before key, or nil.
 func (t *tree) ceilNode(key span) *tnode {
@@ -132,4 +149,36 @@ func (t *tree) walk(fn func(span) bool) {
 // walkNodes calls fn on every node in order until fn returns false.
 func (t *tree) walkNodes(fn func(*tnode) bool) {
 	t.t.Ascend(func(n *treap.Node[tnode]) bool { return fn(&n.Value) })
+}
+
+// largestFirst calls fn on every span of a tree ordered by size, largest first, equal sizes lowest
+// address first, until fn returns false; next is the span after s in that order (more is false
+// after the last), so fn knows that every span still to come is smaller than next, or as large
+// and not below it. O(log n) a span.
+func (t *tree) largestFirst(fn func(s, next span, more bool) bool) {
+	// lowest returns the lowest-addressed span of the largest size not above hi.
+	lowest := func(hi uint64) (span, bool) {
+		n := t.t.Floor(hi, math.MaxUint64)
+		if n == nil {
+			return span{}, false
+		}
+		return t.t.Ceil(n.Value.s.size(), 0).Value.s, true
+	}
+	after := func(s span) (span, bool) {
+		if n := t.t.Ceil(s.size(), s.start+1); n != nil && n.Value.s.size() == s.size() {
+			return n.Value.s, true
+		}
+		if s.size() == 0 {
+			return span{}, false
+		}
+		return lowest(s.size() - 1)
+	}
+	s, ok := lowest(math.MaxUint64)
+	for ok {
+		next, more := after(s)
+		if !fn(s, next, more) {
+			return
+		}
+		s, ok = next, more
+	}
 }

@@ -44,7 +44,7 @@ const (
 	maxHomes = 1024
 )
 
-// The room index (room.go).
+// The room index (room.go, idle.go).
 const (
 	// roomQueueBound: a miss brings the room index up to date, whether or not it searches idle
 	// windows, once the queue of blocks the index has yet to see holds more than this many
@@ -52,6 +52,12 @@ const (
 	// that the queue's memory stays proportional to the blocks. A bound on memory, not a policy:
 	// it changes no placement.
 	roomQueueBound = 1024
+	// maxRoomScan bounds the room spans findIdle looks through: the smallest that hold the
+	// request, so that a miss costs O(maxRoomScan · log n) however many holes n live blocks leave
+	// (BenchmarkMissLiveBlocks, split). The window it takes is the best of those rooms'
+	// (idleWindow.better); a larger room beyond them is passed over even where a window there
+	// would flush fewer cached bytes.
+	maxRoomScan = 64
 )
 
 // Stitched views (view.go).

@@ -342,53 +342,111 @@ type candidate struct {
 }
 
 // stitchPlan chooses loose ranges to stitch into r bytes, largest first, and returns the pieces
-// in view order cut to r bytes, or nil and the most stitching could reach.
+// in view order cut to r bytes, or nil and the most stitching could reach. The stitch index
+// (stitchable.go) tells what every loose range reaches, so a request stitching cannot serve costs
+// O(log n); else the loose ranges are taken largest first until they reach r, O(k log n) for the
+// k looked at.
 func (e *Engine) stitchPlan(r uint64) ([]span, uint64) {
-	return e.planFrom(r, func(fn func(span)) {
-		e.loose.byAddr.walk(func(s span) bool { fn(s); return true })
+	if all := e.stitchReach(); all < r {
+		return nil, all
+	}
+	cands := e.candBuf[:0]
+	var ends planEnds
+	e.loose.bySize.largestFirst(func(s, _ span, _ bool) bool {
+		if c, ok := e.candidateOf(s); ok {
+			cands = append(cands, c)
+			ends.add(cands)
+		}
+		return ends.reach < r
 	})
+	e.candBuf = cands
+	if ends.reach < r {
+		panic("stitch: the loose ranges reach less than the stitch index says")
+	}
+	return planPieces(cands, ends, r), ends.reach
 }
 
-// planFrom is stitchPlan over the ranges ranges gives, in address order.
+// planFrom is stitchPlan over the ranges ranges gives, in any order.
 func (e *Engine) planFrom(r uint64, ranges func(func(span))) ([]span, uint64) {
 	e.candBuf = e.candBuf[:0]
 	ranges(func(s span) {
-		lo, hi := e.wholeHandles(s)
-		if lo > hi || s.size() < min(e.cfg.minStitch, e.g) {
-			return // inside one handle, touching neither end: cannot join a view
+		if c, ok := e.candidateOf(s); ok {
+			e.candBuf = append(e.candBuf, c)
 		}
-		e.candBuf = append(e.candBuf, candidate{s: s, head: lo - s.start, mid: hi - lo, tail: s.end - hi})
 	})
 	cands := e.candBuf
 	// Largest first; equal sizes by address, so that the same free memory always makes the same view.
 	slices.SortFunc(cands, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(b.s.size(), a.s.size()), cmp.Compare(a.s.start, b.s.start))
 	})
+	var ends planEnds
+	for n := 1; n <= len(cands) && ends.reach < r; n++ {
+		ends.add(cands[:n])
+	}
+	if ends.reach < r {
+		return nil, ends.reach
+	}
+	return planPieces(cands[:ends.n], ends, r), ends.reach
+}
 
-	var mids uint64
-	first, last, reach := 0, 0, uint64(0)
-	n := 0
-	for n < len(cands) && reach < r {
-		mids += cands[n].mid
-		n++
-		first, last, reach = bestEnds(cands[:n], mids)
+// planEnds follows, as candidates join a plan one at a time, the first piece (which may add its
+// head) and the last (which may add its tail), distinct, that maximise the plan's reach: O(1) a
+// candidate.
+type planEnds struct {
+	n              int    // candidates so far
+	mids           uint64 // their whole-handle bytes
+	h1, h2, t1, t2 int    // the largest two heads and tails so far (-1: none)
+	first, last    int
+	reach          uint64
+}
+
+// add takes the last of cs, the candidates so far, into the plan.
+func (p *planEnds) add(cs []candidate) {
+	i, c := len(cs)-1, cs[len(cs)-1]
+	if i == 0 {
+		p.h1, p.h2, p.t1, p.t2 = -1, -1, -1, -1
 	}
-	if reach < r {
-		return nil, reach
+	p.n, p.mids = i+1, p.mids+c.mid
+	if p.h1 < 0 || c.head > cs[p.h1].head {
+		p.h1, p.h2 = i, p.h1
+	} else if p.h2 < 0 || c.head > cs[p.h2].head {
+		p.h2 = i
 	}
-	chosen := cands[:n]
+	if p.t1 < 0 || c.tail > cs[p.t1].tail {
+		p.t1, p.t2 = i, p.t1
+	} else if p.t2 < 0 || c.tail > cs[p.t2].tail {
+		p.t2 = i
+	}
+	switch {
+	case p.n == 1:
+		p.first, p.last, p.reach = 0, 0, c.s.size()
+	case p.h1 != p.t1:
+		p.first, p.last, p.reach = p.h1, p.t1, p.mids+cs[p.h1].head+cs[p.t1].tail
+	default:
+		a := cs[p.h1].head + cs[p.t2].tail
+		b := cs[p.h2].head + cs[p.t1].tail
+		if a >= b {
+			p.first, p.last, p.reach = p.h1, p.t2, p.mids+a
+		} else {
+			p.first, p.last, p.reach = p.h2, p.t1, p.mids+b
+		}
+	}
+}
+
+// planPieces lays the chosen candidates out in view order, the first and last as ends chose
+// them, the rest's whole handles between them in address order, and cuts them to r bytes.
+func planPieces(chosen []candidate, ends planEnds, r uint64) []span {
 	var pieces []span
-	if n == 1 {
-		pieces = append(pieces, span{start: chosen[0].s.start, end: chosen[0].s.start + r})
-		return pieces, reach
+	if len(chosen) == 1 {
+		return append(pieces, span{start: chosen[0].s.start, end: chosen[0].s.start + r})
 	}
-	f, l := chosen[first], chosen[last]
+	f, l := chosen[ends.first], chosen[ends.last]
 	if p := (span{start: f.s.start, end: f.s.end - f.tail}); p.size() > 0 {
 		pieces = append(pieces, p)
 	}
-	middle := make([]span, 0, n)
+	middle := make([]span, 0, len(chosen))
 	for i, c := range chosen {
-		if i != first && i != last && c.mid > 0 {
+		if i != ends.first && i != ends.last && c.mid > 0 {
 			middle = append(middle, span{start: c.s.start + c.head, end: c.s.end - c.tail})
 		}
 	}
@@ -402,41 +460,11 @@ func (e *Engine) planFrom(r uint64, ranges func(func(span))) ([]span, uint64) {
 	for i := range pieces {
 		if pieces[i].size() >= need {
 			pieces[i].end = pieces[i].start + need
-			return pieces[:i+1], reach
+			return pieces[:i+1]
 		}
 		need -= pieces[i].size()
 	}
 	panic("stitch: plan shorter than its reach")
-}
-
-// bestEnds picks the first piece (which may add its head) and the last (which may add its tail),
-// distinct, to maximise the reach of the chosen candidates.
-func bestEnds(cs []candidate, mids uint64) (first, last int, reach uint64) {
-	if len(cs) == 1 {
-		return 0, 0, cs[0].s.size()
-	}
-	h1, h2, t1, t2 := -1, -1, -1, -1
-	for i, c := range cs {
-		if h1 < 0 || c.head > cs[h1].head {
-			h1, h2 = i, h1
-		} else if h2 < 0 || c.head > cs[h2].head {
-			h2 = i
-		}
-		if t1 < 0 || c.tail > cs[t1].tail {
-			t1, t2 = i, t1
-		} else if t2 < 0 || c.tail > cs[t2].tail {
-			t2 = i
-		}
-	}
-	if h1 != t1 {
-		return h1, t1, mids + cs[h1].head + cs[t1].tail
-	}
-	a := cs[h1].head + cs[t2].tail
-	b := cs[h2].head + cs[t1].tail
-	if a >= b {
-		return h1, t2, mids + a
-	}
-	return h2, t1, mids + b
 }
 
 // stitch maps pieces under a new view and makes them a block of r bytes.
