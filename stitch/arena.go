@@ -38,9 +38,11 @@ func (e *Engine) growthExtra(n uint64) uint64 {
 	return min(limit, (e.capacity-used)/e.g)
 }
 
-// grow creates n chunks in free arena slots (holes left by EmptyCache first, then past the end),
-// the first need of which a request lacks, as handles sized by handleParts, and adds them to the
-// loose set. On any driver error everything created by this call is undone.
+// grow creates n chunks in free arena slots (holes left by EmptyCache first, lowest first, then
+// past the end), the first need of which a request lacks, as handles sized by handleParts, and
+// adds them to the loose set. The search for holes starts at holeFrom, below which every hole has
+// been filled, so that a growth after a release near the arena's end does not walk the slots
+// before it. On any driver error everything created by this call is undone.
 func (e *Engine) grow(n, need uint64) error { return e.growParts(e.handleParts(n, need)) }
 
 // growParts is grow of handles of parts chunks each, in arena order.
@@ -55,8 +57,10 @@ func (e *Engine) growParts(parts []uint64) error {
 	type run struct{ first, n uint64 }
 	var runs []run
 	need := n
+	scanned := e.holeFrom // every hole below it is filled once the runs are made
 	if e.holes > 0 {
-		for i := uint64(0); i < uint64(len(e.slots)) && need > 0; i++ {
+		for ; scanned < uint64(len(e.slots)) && need > 0; scanned++ {
+			i := scanned
 			if e.slots[i].present || e.slots[i].blocked {
 				continue
 			}
@@ -91,6 +95,9 @@ func (e *Engine) growParts(parts []uint64) error {
 			return err
 		}
 		made = append(made, pas...)
+	}
+	if e.holes > 0 {
+		e.holeFrom = scanned
 	}
 	hw := e.highWater()
 	for _, pa := range made {
@@ -192,6 +199,9 @@ func (e *Engine) blockSlots(first, n uint64, on bool) {
 	for i := first; i < first+n; i++ {
 		e.slots[i].blocked = on
 	}
+	if !on {
+		e.holeFrom = min(e.holeFrom, first)
+	}
 }
 
 // releasable reports whether physical allocation pa can be given back: every byte loose, no view
@@ -235,6 +245,7 @@ func (e *Engine) releaseAlloc(pa *physAlloc) error {
 		e.slots[i] = slot{}
 		e.holes++
 	}
+	e.holeFrom = min(e.holeFrom, pa.first)
 	if stillMapped {
 		e.blockSlots(pa.first, pa.n, true)
 	}

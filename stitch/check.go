@@ -251,6 +251,9 @@ func (e *Engine) checkPhysical(c *checker) {
 			}
 		} else {
 			holes++
+			if !s.blocked && uint64(i) < e.holeFrom {
+				c.fail("slot %d: a hole below where grow looks for holes (%d)", i, e.holeFrom)
+			}
 			if s.blocked {
 				blocked := false
 				for _, o := range e.orphans {

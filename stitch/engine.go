@@ -36,6 +36,9 @@ type Engine struct {
 	// blocked slots have an orphan), checkViews (view counts).
 	slots []slot
 	holes int // slots below len(slots) holding no chunk: grow, releaseAlloc, blockSlots, loseAlloc. Check: checkPhysical
+	// holeFrom: no slot below it is a hole grow may fill; where grow's search for holes starts:
+	// grow raises it, releaseAlloc, loseAlloc and blockSlots lower it. Check: checkPhysical.
+	holeFrom uint64
 	// allocs: every live handle, by handle: grow, releaseAlloc, adopt, loseAlloc. Check: checkPhysical.
 	allocs       map[PhysHandle]*physAlloc
 	reserved     uint64   // bytes of present chunks: grow, releaseAlloc, loseAlloc. Check: checkPhysical

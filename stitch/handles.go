@@ -222,6 +222,7 @@ func (e *Engine) loseAlloc(pa *physAlloc, stillMapped, released bool) {
 		e.slots[i] = slot{blocked: e.slots[i].blocked}
 		e.holes++
 	}
+	e.holeFrom = min(e.holeFrom, pa.first)
 	delete(e.allocs, pa.h)
 	e.reserved -= size
 	if stillMapped {
