@@ -242,6 +242,7 @@ func (e *Engine) checkPhysical(c *checker) {
 		}
 	}
 	present, holes := uint64(0), 0
+	holeBelow := false
 	for i, s := range e.slots {
 		if s.present {
 			present++
@@ -251,7 +252,8 @@ func (e *Engine) checkPhysical(c *checker) {
 			}
 		} else {
 			holes++
-			if !s.blocked && uint64(i) < e.holeFrom {
+			if !s.blocked && uint64(i) < e.holeFrom && !holeBelow {
+				holeBelow = true
 				c.fail("slot %d: a hole below where grow looks for holes (%d)", i, e.holeFrom)
 			}
 			if s.blocked {

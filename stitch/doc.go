@@ -100,17 +100,27 @@
 //     the bytes of the blocks using it and of its live ones, so one whose own blocks leave fewer
 //     than r loose (or idle) bytes is skipped without a look at its pieces. So the per-miss cost
 //     does not grow with the number of cached views (BenchmarkMissManyViews: 0.05 ms per miss
-//     at 100 views and 0.5 ms at 5000, against 4.7 ms before the bound); what is left growing
-//     is the walk of the arena's idle runs and loose ranges, linear in the blocks of the arena.
-//     On the largest shared traces a miss costs up to tens of microseconds (an alloc+free pair
-//     1-12 µs on average), still far below a driver call; the exact path does none of it.
+//     at 100 views and 0.5 ms at 5000, against 4.7 ms without the bound). Nor with the blocks
+//     of the arena: the idle-window search looks only at the arena ranges no live block owns
+//     (the room index, room.go), and of those at the maxRoomScan (64) smallest that hold the
+//     request, O(64 log n) for n blocks. On the largest shared traces a miss costs up to tens of
+//     microseconds (an alloc+free pair 1-12 µs on average), still far below a driver call; the
+//     exact path does none of it.
 //   - Stitch: loose ranges whose whole handles, plus the head of the first and the tail of the
 //     last, add up to the request are mapped under a new view: Reserve, one Map per handle, one
 //     SetAccess. Loose ranges alone first, so that no cached block is flushed; else idle runs
 //     (loose ranges joined with the cached blocks between them), flushing only the cached blocks
-//     the view covers; else every cached block is flushed.
+//     the view covers; else every cached block is flushed. Ranges are taken largest first until
+//     they reach the request. The stitch index (stitchable.go) sums up every loose range's
+//     whole handles, heads and tails, so a request the loose ranges cannot reach is told so in
+//     O(log n), and one they can takes O(k log n) for the k ranges looked at; idle runs come from
+//     the rooms, largest first, and the search stops once the runs seen make the plan every run
+//     would. Still linear in the blocks: idle runs with several streams (whether a cached block
+//     is idle depends on its stream's events, which the walk polls), and a plan over idle runs
+//     that cached blocks are there for but that falls short of the request.
 //   - NewChunks: free memory cannot cover the request, even with the empty small pages given back.
-//     Only the deficit is created, becomes loose,
+//     Only the deficit is created (in the holes releases left, lowest first, then past the end;
+//     the search starts at the lowest hole not yet filled), becomes loose,
 //     and the request is carved or stitched from it and the free memory: new memory is always
 //     combined with free memory, so reserved memory stays near peak live even with no capacity
 //     limit. Out of memory only when the capacity (WithCapacity or the driver) refuses the deficit;

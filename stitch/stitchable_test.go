@@ -1,0 +1,75 @@
+package stitch
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// walkedStitchPlan is the stitch plan over every loose range, found by a walk over them: what
+// stitchPlan must give.
+func walkedStitchPlan(e *Engine, r uint64) ([]span, uint64) {
+	return e.planFrom(r, func(fn func(span)) {
+		e.loose.byAddr.walk(func(s span) bool { fn(s); return true })
+	})
+}
+
+// TestStitchIndex checks, through random allocations and frees of sizes that leave heads, tails
+// and whole handles in the loose ranges (8 MiB handles over 2 MiB chunks), and releases that
+// leave holes, that the stitch index stays what Check expects, that it tells what a plan over
+// every loose range reaches, and that stitchPlan, which walks the loose ranges only until they
+// reach the request, makes the plan a walk over all of them makes.
+func TestStitchIndex(t *testing.T) {
+	const mib = 1 << 20
+	e, err := New(&nullDriver{}, WithCapacity(768*mib), WithHandleSize(8*mib))
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(3, 5))
+	type held struct {
+		ptr  uintptr
+		size uint64
+	}
+	var live []held
+	plans, failed, released := 0, 0, 0
+	for step := range 4000 {
+		switch n := rng.IntN(100); {
+		case n < 2:
+			before := e.Stats().DriverCalls
+			require.NoError(t, e.EmptyCache())
+			if e.Stats().DriverCalls.Of(CallRelease) > before.Of(CallRelease) {
+				released++
+			}
+		case n < 47 && len(live) > 0:
+			i := rng.IntN(len(live))
+			require.NoError(t, e.Free(live[i].ptr, live[i].size))
+			live = slices.Delete(live, i, i+1)
+		default:
+			size := uint64(1+rng.IntN(24)) * mib / 2
+			if ptr, err := e.Alloc(size, 0); err == nil {
+				live = append(live, held{ptr, size})
+			}
+		}
+		if step%10 != 0 {
+			continue
+		}
+		require.NoError(t, e.Check(), "step %d", step)
+		_, all := walkedStitchPlan(e, math.MaxUint64)
+		require.Equal(t, all, e.stitchReach(), "step %d: reach of every loose range", step)
+		for _, r := range []uint64{3 * mib, 10 * mib, 33 * mib, 120 * mib} {
+			want, wantReach := walkedStitchPlan(e, r)
+			got, reach := e.stitchPlan(r)
+			require.Equal(t, want, got, "step %d, plan of %d bytes", step, r)
+			require.Equal(t, wantReach, reach, "step %d, plan of %d bytes", step, r)
+			if want != nil {
+				plans++
+			} else {
+				failed++
+			}
+		}
+	}
+	require.Positive(t, plans, "no stitch plan was ever made")
+	require.Positive(t, failed, "no stitch plan ever fell short")
+	require.Positive(t, released, "no handle was ever released")
+}
