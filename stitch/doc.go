@@ -102,8 +102,8 @@
 //     does not grow with the number of cached views (BenchmarkMissManyViews: 0.05 ms per miss
 //     at 100 views and 0.5 ms at 5000, against 4.7 ms without the bound). Nor with the blocks
 //     of the arena: the idle-window search looks only at the arena ranges no live block owns
-//     (the room index, room.go), and of those at the maxRoomScan (64) smallest that hold the
-//     request, O(64 log n) for n blocks. On the largest shared traces a miss costs up to tens of
+//     (the room index, room.go), and of those at the maxRoomScan (256) smallest that hold the
+//     request, O(256 log n) for n blocks. On the largest shared traces a miss costs up to tens of
 //     microseconds (an alloc+free pair 1-12 µs on average), still far below a driver call; the
 //     exact path does none of it.
 //   - Stitch: loose ranges whose whole handles, plus the head of the first and the tail of the

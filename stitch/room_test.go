@@ -60,7 +60,7 @@ func walkedPlan(e *Engine, r uint64) ([]span, uint64) {
 // run makes. The arena starts with many equal holes, more than maxRoomScan.
 func TestRoomIndex(t *testing.T) {
 	const mib = 1 << 20
-	e, err := New(&nullDriver{}, WithCapacity(1024*mib), WithWarmupGrowth(512*mib))
+	e, err := New(&nullDriver{}, WithCapacity(2048*mib), WithWarmupGrowth(1400*mib))
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(7, 11))
 	type held struct {
@@ -68,12 +68,12 @@ func TestRoomIndex(t *testing.T) {
 		size uint64
 	}
 	var live []held
-	for range 256 {
+	for range 700 {
 		ptr, err := e.Alloc(2*mib, 0)
 		require.NoError(t, err)
 		live = append(live, held{ptr, 2 * mib})
 	}
-	for i := len(live) - 1; i >= 0; i -= 3 {
+	for i := len(live) - 1; i >= 0; i -= 2 {
 		require.NoError(t, e.Free(live[i].ptr, live[i].size))
 		live = slices.Delete(live, i, i+1)
 	}
