@@ -12,10 +12,10 @@ import (
 // The layout core: every byte the engine holds is owned by exactly one of the structures below,
 // grouped by what they own. Each field says what it holds, which functions write it (New, Close
 // and Reset aside, which set or clear everything) and which rule of Check covers it (check.go:
-// checkFreeSet, checkBlocks, checkPhysical, checkViews, checkPages, checkRoom, checkMemos). A
-// field that Check does not cover is a hint or a statistic: every place taken from a hint is
-// tested free before it is used (placeFree, homeCost), so a stale hint costs a search, never a
-// byte.
+// checkFreeSet, checkBlocks, checkPhysical, checkViews, checkPages, checkRoom, checkMemos,
+// checkStitchable). A field that Check does not cover is a hint or a statistic: every place taken
+// from a hint is tested free before it is used (placeFree, homeCost), so a stale hint costs a
+// search, never a byte.
 type Engine struct {
 	mu  sync.Mutex // guards every field below; held for the whole of each exported call
 	cfg config     // the options, fixed at New
