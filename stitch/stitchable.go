@@ -9,9 +9,10 @@ import "math"
 // O(log n), and stitchPlan walks the loose ranges, largest first, only when they reach the request.
 //
 // It is kept as the loose set changes: the loose set's size index tells looseChanged of every span
-// it gains and loses (tree.watch). A candidate's head, middle and tail depend only on its span and on the handles
-// holding its first and last byte, which stay as they are while the span is loose: a handle is
-// made before its bytes join the loose set and released after they leave it. Check verifies the
+// it gains and loses (tree.watch). A candidate's head, middle and tail depend only on its span and
+// on where the handles holding its first and last byte begin and end, which stay as they are while
+// the span is loose: a handle is made before its bytes join the loose set and released after they
+// leave it, and a handle re-cut inside loose memory (handles.go) keeps its outer ends. Check verifies the
 // index against a walk over the loose ranges.
 type stitchable struct {
 	mids  uint64 // whole-handle bytes of every candidate
