@@ -28,6 +28,7 @@ type block struct {
 	page   *page
 	stream Stream // the stream it serves: allocSlow. Check: checkBlocks (its free list's stream)
 	serial uint64 // distinct for each block newBlock makes: a recycled struct is another block. newBlock
+	first  uint64 // physStart: set when made (firstByte). Check: checkBlocks
 
 	roomLive  bool // live as the room index has it: syncRoom, releaseLarge. Check: checkRoom
 	roomQueue bool // in Engine.roomQueue, so roomLive may differ from live: roomChanged, syncRoom. Check: checkRoom
@@ -75,8 +76,13 @@ func (l *freeList) push(b *block) {
 	l.n++
 }
 
-// physStart is the arena offset of a block's first byte (its page's for a small block).
-func (b *block) physStart() uint64 {
+// physStart is the arena offset of a block's first byte (a small block's address), the key of the
+// free lists' and flushUntil's order: kept in the block when it is made (firstByte), so that a
+// free list's walk does not walk a stitched block's view for it.
+func (b *block) physStart() uint64 { return b.first }
+
+// firstByte is what physStart answers for b, worked out from where b lies.
+func (b *block) firstByte() uint64 {
 	switch b.kind {
 	case primitive:
 		return b.pos

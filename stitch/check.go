@@ -138,6 +138,9 @@ func (e *Engine) checkBlocks(c *checker) {
 				if b.next != nil && b.next.prev != b {
 					c.fail("free list links broken at %#x", b.ptr)
 				}
+				if b.physStart() != b.firstByte() {
+					c.fail("cached block %#x: its first byte is kept as %#x, it lies at %#x", b.ptr, b.physStart(), b.firstByte())
+				}
 				if b.next != nil && b.next.physStart() <= b.physStart() {
 					c.fail("free list (%d bytes, stream %d) out of address order at %#x", size, s, b.ptr)
 				}

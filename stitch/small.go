@@ -103,6 +103,7 @@ func (e *Engine) carveSmall(r uint64) *block {
 	p.used += r
 	b := e.newBlock()
 	b.kind, b.ptr, b.size, b.page = small, uintptr(at), r, p
+	b.first = b.firstByte()
 	return b
 }
 

@@ -506,6 +506,7 @@ func (e *Engine) windowBlock(v *view, off, r uint64) *block {
 		return true
 	})
 	b.kind, b.view, b.voff, b.size, b.ptr = stitched, v, off, r, v.base+uintptr(v.head+off)
+	b.first = b.firstByte()
 	v.users++
 	v.held += r
 	e.viewUnlink(v)
