@@ -62,6 +62,14 @@ const (
 	maxRoomScan = 256
 )
 
+// The small pool's flush heap (free.go).
+const (
+	// smallHeapSlack: the heap kept between small flushes, stale entries and those not yet pushed
+	// in included, is dropped and built afresh once it holds this many entries beyond twice the
+	// cached small blocks. A bound on memory, not a policy: it changes no placement.
+	smallHeapSlack = 64
+)
+
 // Stitched views (view.go).
 const (
 	// maxViewScan bounds the views a miss looks through (matchView, findWindow, findIdle), most
