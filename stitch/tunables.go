@@ -1,10 +1,13 @@
 package stitch
 
 // Every constant that steers the engine's policy, in one place: what it steers and, where the
-// bench results show it, what it wins. The figures are gmlake-bench replay --repeat 4 (every
-// iteration of a trace played four times in a row) on the simulated H200 unless said otherwise;
-// "calls in the 4th" is driver calls per iteration in the fourth repetition. A constant that no
-// replay has been measured against says so.
+// bench results show it, what it wins. "Measured" figures come from gmlake-bench replay --repeat 4
+// (every iteration of a trace played four times in a row; simulated driver, 2026-12-01) of
+// llama1b-full, opt1.3b-lora-ckpt-off, t5base-encdec-full (testdata/heldout), the GPT-2-XL LoRA
+// gpu-train trace and the two-stream trace of stitch/testdata, marked and unmarked, with the one
+// constant changed; "calls in the Nth" is driver calls in the Nth repetition, "steady calls" the
+// driver calls per steady iteration of the single pass. A constant that no replay has been
+// measured against says so.
 
 // Defaults of the options (options.go).
 const (
@@ -16,9 +19,10 @@ const (
 	// there is none.
 	DefaultMinStitch = 0
 	// DefaultMaxViews: views (stitched virtual ranges) kept cached, least recently used released
-	// first. Only long unmarked runs reach it (gpt2xl-full-ckpt unmarked, 3000 iterations, held
-	// 8192 views at the end: results/reliability/soak-marks-2026-11-29.md); a smaller budget
-	// releases views that a later iteration stitches again.
+	// first. Long unmarked runs reach it (gpt2xl-full-ckpt unmarked, 3000 iterations, held 8192
+	// views at the end: results/reliability/soak-marks-2026-11-29.md). Measured at 256: views a
+	// later iteration needs are released and stitched again (t5base-encdec unmarked: 894 calls in
+	// the 4th instead of 0; marked 276 in the 2nd instead of 0).
 	DefaultMaxViews = 8192
 	// DefaultGrowthSlack: growth headroom cap, a fraction of reserved memory (WithGrowthSlack).
 	// 0 keeps reserved memory at what the peak needs; the gmlake/slack=0.005 column of
@@ -40,7 +44,9 @@ const (
 // Places remembered per size (homes.go).
 const (
 	// maxHomes bounds the places remembered per size; the least recently used goes first. It
-	// bounds the home search of a miss (findHome walks them all).
+	// bounds the home search of a miss (findHome walks them all). Measured at 64: llama1b-full
+	// marked makes 842 calls in the 2nd repetition instead of 0, t5base-encdec unmarked 65.5 steady
+	// calls instead of 50.9, the GPT-2-XL LoRA trace unmarked 2345 in the 2nd instead of 1295.
 	maxHomes = 1024
 )
 
@@ -77,10 +83,14 @@ const (
 	// (BenchmarkMissManyViews: 0.05 ms per miss at 100 views and 0.5 ms at 5000, against 4.7 ms
 	// without the bound). Views beyond it are not searched; they are still found by the homes of
 	// their sizes and by exact matches of their cached blocks, and released least recently used
-	// first by the budget.
+	// first by the budget. A bound on CPU, not a policy: measured at 32, placements move both ways
+	// (llama1b-full marked 5183 steady calls instead of 5436, t5base-encdec marked 34.8 instead of
+	// 25.3), 0 calls in the 4th on every trace either way.
 	maxViewScan = 256
 	// viewMatchShare: matchView reuses a view of r bytes up to r + r/viewMatchShare (GMLake's
-	// exact match of a stitched block, with some slack).
+	// exact match of a stitched block, with some slack). Measured at 16 (a tighter match): mixed
+	// (llama1b-full marked 5323 steady calls instead of 5436, t5base-encdec marked 32.1 instead of
+	// 25.3 and unmarked 34.8 instead of 50.9); 0 calls in the 4th either way.
 	viewMatchShare = 4
 )
 
@@ -89,8 +99,11 @@ const (
 	// nearThresholdShare: a small request of at least 1/nearThresholdShare of a page that no page
 	// can hold while 1/nearThresholdShare of the small pool is free is carved from the large pool
 	// instead (carveNearThreshold), so that pages fragmented by other sizes are not added for it.
+	// Measured at 2: no figure moves on the five traces.
 	nearThresholdShare = 4
 	// pageAwayMemos is how many of the most recent memos a new page keeps clear of (pageaway.go).
+	// Measured at 2: llama1b-full marked never settles (1684 calls in the 4th instead of 0), the
+	// GPT-2-XL LoRA trace marked makes 747 calls in the 2nd instead of 338.
 	pageAwayMemos = 8
 	// A growth for a page creates pageGrowth pages, or a pageGrowthShare-th of the pages there are
 	// if that is more, all of which join the small pool at once. With a fixed 16 pages a small pool
@@ -116,7 +129,10 @@ const (
 
 // Contexts: settling without marks (repeat.go).
 const (
-	// contextWindow is how many requests a context covers, this one included.
+	// contextWindow is how many requests a context covers, this one included. Measured at 8: the
+	// GPT-2-XL LoRA trace unmarked no longer settles (199 calls in the 4th instead of 0); at 2, no
+	// figure moves but 3 more calls per repetition on the two-stream trace (which settles in no
+	// mode).
 	contextWindow = 4
 	// maxContexts bounds the remembered contexts; past it they are forgotten all at once. A bound
 	// on host memory.
@@ -126,7 +142,8 @@ const (
 // Streams (streams.go).
 const (
 	// maxPendingEvents bounds the events pending per stream; a slow path that finds the bound
-	// reached records none. Unmeasured beyond the two-stream trace of stitch/testdata.
+	// reached records none. Measured at 1: no figure of the two-stream trace of stitch/testdata
+	// moves.
 	maxPendingEvents = 4
 )
 
