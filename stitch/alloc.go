@@ -1,10 +1,8 @@
 package stitch
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 )
 
 // Alloc returns size bytes usable on stream s.
@@ -16,7 +14,11 @@ func (e *Engine) Alloc(size uint64, s Stream) (uintptr, error) {
 	if s == e.hotStream && size-1 < e.capacity && !e.closed {
 		r := (size + alignment - 1) &^ (alignment - 1)
 		if l := e.hotLists[r]; l != nil && l.head != nil {
-			if b := e.pick(l, r); b != nil {
+			b := e.pick(l, r)
+			if e.payShapeFlush() {
+				b = l.head
+			}
+			if b != nil {
 				ptr := e.reuse(b, size)
 				e.mu.Unlock()
 				return ptr, nil
@@ -87,14 +89,20 @@ func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
 	var err error
 	l := e.listFor(r, s)
 	if l.head != nil {
-		if b = e.pick(l, r); b != nil {
+		b = e.pick(l, r)
+		if e.payShapeFlush() {
+			b = l.head
+		}
+		if b != nil {
 			return e.reuse(b, size), nil
 		}
 	}
-	// pick and findMemo may flush l: an iteration that turns out a new shape (dominate.go).
+	// The flush a new shape owes may have emptied l (dominate.go).
 	if l.head != nil {
 		// The memo this iteration follows put this request where no cached block of its size is.
-		if h, ok := e.findMemo(r); ok {
+		h, ok := e.findMemo(r)
+		e.payShapeFlush()
+		if ok {
 			if b, out = e.takeHome(h, r), OutcomeSplit; b != nil { // nil: a driver error lost the place
 				e.rememberHome(b)
 				e.recordPlace(b, false)
@@ -152,145 +160,17 @@ func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
 	return b, out, err
 }
 
-func (e *Engine) placeLarge(r uint64, s Stream) (*block, Outcome, error) {
-	if h, ok := e.findMemo(r); ok {
-		if b := e.takeHome(h, r); b != nil {
-			return b, OutcomeSplit, nil
-		}
-	}
-	if h, ok := e.findHome(r); ok {
-		if b := e.takeHome(h, r); b != nil {
-			return b, OutcomeSplit, nil
-		}
-	}
-	if b := e.carveLarge(r); b != nil {
-		return b, OutcomeSplit, nil
-	}
-	if v := e.matchView(r); v != nil {
-		return e.takeView(v, 0, r), OutcomeSplit, nil
-	}
-	if v, off := e.findWindow(r); v != nil {
-		return e.takeView(v, off, r), OutcomeSplit, nil
-	}
-	if e.newShape() {
-		if b := e.carveAfterFlush(r); b != nil {
-			return b, OutcomeSplit, nil
-		}
-	}
-	if w, ok := e.findIdle(r); ok {
-		if b := e.takeIdle(w, r); b != nil {
-			return b, OutcomeSplit, nil
-		}
-	}
-	// A new view is needed. Loose ranges first, so that no cached block is flushed; else idle
-	// runs, flushing only the cached blocks the view covers.
-	pieces, _ := e.stitchPlan(r)
-	if pieces == nil {
-		if pieces, _ = e.idlePlan(r); pieces != nil {
-			e.flushUnder(pieces)
-		}
-	}
-	if pieces != nil {
-		b, err := e.stitch(pieces, r)
-		if err != nil {
-			return nil, 0, err
-		}
-		return b, OutcomeStitch, nil
-	}
-	if e.flushUntil(&e.largeAge, r) {
-		if b := e.carveLarge(r); b != nil {
-			return b, OutcomeSplit, nil
-		}
-	}
-	if v, off := e.findWindow(r); v != nil {
-		return e.takeView(v, off, r), OutcomeSplit, nil
-	}
-	pagesReleased := false
-	out := OutcomeStitch
-	synced := false
-	for {
-		pieces, reach := e.stitchPlan(r)
-		if pieces == nil && !pagesReleased && (e.smallAge.n > 0 || len(e.pages) > 0) &&
-			e.reserved+e.orphanBytes+(r-reach+e.g-1)/e.g*e.g > e.capacity {
-			// Cached small blocks may pin whole pages: give the empty ones back, but only when
-			// the memory the request lacks cannot be created: a page made again lands elsewhere
-			// and moves the layout of the next iteration, and its cached small blocks are lost.
-			pagesReleased = true
-			e.flushUntil(&e.smallAge, ^uint64(0))
-			e.releaseEmptyPages()
-			if b := e.carveLarge(r); b != nil {
-				return b, OutcomeSplit, nil
-			}
-			if v, off := e.findWindow(r); v != nil {
-				return e.takeView(v, off, r), OutcomeSplit, nil
-			}
-			continue
-		}
-		if pieces != nil {
-			e.log.Debug("stitch: mapping free pieces under a new range", "bytes", r, "pieces", len(pieces),
-				"loose_bytes", e.loose.bytes, "loose_ranges", e.loose.len(), "views", len(e.views))
-			b, err := e.stitch(pieces, r)
-			if err != nil {
-				return nil, 0, err
-			}
-			return b, out, nil
-		}
-		if e.log.Enabled(context.Background(), slog.LevelDebug) {
-			var sliver uint64
-			e.loose.byAddr.walk(func(s span) bool {
-				if lo, hi := e.wholeHandles(s); lo > hi {
-					sliver += s.size()
-				}
-				return true
-			})
-			e.log.Debug("stitch: growing", "bytes", r, "reach", reach, "loose_bytes", e.loose.bytes, "loose_ranges", e.loose.len(),
-				"inside_one_handle", sliver, "large_cached", e.largeAge.bytes, "small_free", e.smallFree.bytes, "small_cached", e.smallAge.bytes, "pages", len(e.pages),
-				"live", e.live, "reserved", e.reserved)
-		}
-		need := (r - reach + e.g - 1) / e.g
-		n := need + e.growthExtra(need)
-		err := e.grow(n, need)
-		if err == nil {
-			e.grownIter += n * e.g
-		}
-		if err != nil {
-			if errors.Is(err, ErrOutOfMemory) && !synced && e.multiStream && (e.largeAge.n > 0 || e.smallAge.n > 0) {
-				// Blocks freed on other streams wait for their events: wait for the device once.
-				synced = true
-				if e.synchronize() == nil {
-					e.flushUntil(&e.smallAge, ^uint64(0))
-					e.releaseEmptyPages()
-					e.flushUntil(&e.largeAge, ^uint64(0))
-					if b := e.carveLarge(r); b != nil {
-						return b, OutcomeSplit, nil
-					}
-					continue
-				}
-			}
-			if errors.Is(err, ErrOutOfMemory) && !pagesReleased && (e.smallAge.n > 0 || len(e.pages) > 0) {
-				// The driver has less than the capacity said: the pages go now.
-				pagesReleased = true
-				e.flushUntil(&e.smallAge, ^uint64(0))
-				e.releaseEmptyPages()
-				if b := e.carveLarge(r); b != nil {
-					return b, OutcomeSplit, nil
-				}
-				continue
-			}
-			if errors.Is(err, ErrOutOfMemory) {
-				return nil, 0, e.outOfMemory(r, err)
-			}
-			return nil, 0, err
-		}
-		out = OutcomeNewChunks
-		if b := e.carveLarge(r); b != nil {
-			return b, out, nil
-		}
-	}
-}
-
 // carveLowest takes r bytes from the start of the lowest loose range that holds them.
 func (e *Engine) carveLowest(r uint64) *block {
+	pos, ok := e.lowestFit(r)
+	if !ok {
+		return nil
+	}
+	return e.carveAt(pos, r)
+}
+
+// lowestFit returns the first byte of the lowest loose range that holds r bytes.
+func (e *Engine) lowestFit(r uint64) (uint64, bool) {
 	var sp span
 	ok := false
 	e.loose.byAddr.walk(func(s span) bool {
@@ -300,19 +180,25 @@ func (e *Engine) carveLowest(r uint64) *block {
 		}
 		return true
 	})
-	if !ok {
-		return nil
-	}
-	return e.carveAt(sp.start, r)
+	return sp.start, ok
 }
 
-// carveLarge takes r bytes from the start of the best-fitting loose range.
+// carveLarge takes r bytes from the best-fitting loose range (looseFit).
 func (e *Engine) carveLarge(r uint64) *block {
-	sp, ok := e.loose.bestFit(r)
+	pos, ok := e.looseFit(r)
 	if !ok {
 		return nil
 	}
-	return e.carveAt(e.placement(sp, r), r)
+	return e.carveAt(pos, r)
+}
+
+// looseFit returns where in the best-fitting loose range r bytes go (placement).
+func (e *Engine) looseFit(r uint64) (uint64, bool) {
+	sp, ok := e.loose.bestFit(r)
+	if !ok {
+		return 0, false
+	}
+	return e.placement(sp, r), true
 }
 
 // carveAt makes the loose bytes [pos, pos+r) a primitive block, cutting the handles around it to

@@ -508,6 +508,9 @@ func (e *Engine) checkMemos(c *checker) {
 	if (s.scriptEnded != nil) != ended || s.scriptEnded != nil && !remembered(s.scriptEnded) {
 		c.fail("memo state: dominance %d with an ended memo of %d entries (remembered: %v)", s.dominance, len(s.scriptEnded), remembered(s.scriptEnded))
 	}
+	if s.flushOwed {
+		c.fail("memo state: a new shape's flush is owed between calls (payShapeFlush)")
+	}
 	if s.dominance > domHandedOver || s.dominance != domNone && !s.scattered {
 		c.fail("memo state: dominance %d, scattered %v", s.dominance, s.scattered)
 	}

@@ -312,6 +312,7 @@ func TestCheckReportsMemoCorruption(t *testing.T) {
 		{"current memo past the ordinal", func(e *Engine) { e.memoCur[0].ord = e.iterOrd + 1 }, "past the bound"},
 		{"remembered count", func(e *Engine) { e.remembered++ }, "count says 4"},
 		{"empty memo", func(e *Engine) { e.memos = append(e.memos, memo{}) }, "memo 1 is empty"},
+		{"new shape's flush left owed", func(e *Engine) { e.iter.flushOwed = true }, "flush is owed between calls"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

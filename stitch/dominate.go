@@ -109,11 +109,22 @@ func (m memo) asks(r uint64) bool {
 }
 
 // beginNewShape marks the current iteration a new shape: it follows no memo until the next mark.
-// After an iteration that followed a dominating memo, every cached large block is flushed first.
-// It may empty the free list pick was looking at.
+// After an iteration that followed a dominating memo, every cached large block is to be flushed
+// first: the lookup that finds the new shape changes no memory, so it leaves the flush owed, and
+// its caller pays it at once (payShapeFlush).
 func (e *Engine) beginNewShape() {
 	e.iter.phase, e.iter.follow = memoNewShape, nil
-	if e.iter.afterDominating {
-		e.flushUntil(&e.largeAge, ^uint64(0))
+	e.iter.flushOwed = e.iter.afterDominating
+}
+
+// payShapeFlush makes the flush a new shape owes (beginNewShape), if it owes one: every cached
+// large block, so that the shape is laid out from coalesced memory. It may empty the free list a
+// lookup was looking at; it reports whether it flushed.
+func (e *Engine) payShapeFlush() bool {
+	if !e.iter.flushOwed {
+		return false
 	}
+	e.iter.flushOwed = false
+	e.flushUntil(&e.largeAge, ^uint64(0))
+	return true
 }

@@ -254,8 +254,3 @@ func (e *Engine) cachedIn(start, end uint64) uint64 {
 	})
 	return n
 }
-
-// takeIdle flushes the cached blocks overlapping w and makes w a block of r bytes.
-func (e *Engine) takeIdle(w idleWindow, r uint64) *block {
-	return e.takeHome(home{v: w.v, off: w.off}, r)
-}

@@ -20,6 +20,9 @@ type memoState struct {
 	// afterDominating: the previous iteration was scattered; a new shape flushes the large cache
 	// before it is laid out (beginNewShape)
 	afterDominating bool
+	// flushOwed: the lookup that found the iteration a new shape after a scattered one left the
+	// large cache's flush to its caller (payShapeFlush); never set between two calls
+	flushOwed bool
 }
 
 // memoPhase is the current iteration's relation to the memos.

@@ -25,12 +25,13 @@ func (e *Engine) newShape() bool {
 	return e.iter.phase == memoChoosing || e.iter.phase == memoNewShape
 }
 
-// carveAfterFlush flushes every cached large block that may be flushed and carves r bytes from the
-// start of the lowest loose range that holds them; nil when none does or nothing was cached.
-func (e *Engine) carveAfterFlush(r uint64) *block {
-	if e.largeAge.n == 0 {
-		return nil
+// flushForNewShape makes room for the first fit of a new shape's request (proposeLowest): it
+// flushes every cached large block that may be flushed, and reports false (nothing to lay out
+// anew) when the iteration is no new shape or nothing is cached.
+func (e *Engine) flushForNewShape(uint64) bool {
+	if !e.newShape() || e.largeAge.n == 0 {
+		return false
 	}
 	e.flushUntil(&e.largeAge, ^uint64(0))
-	return e.carveLowest(r)
+	return true
 }

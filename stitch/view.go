@@ -239,7 +239,7 @@ func window(v *view, off, size uint64, fn func(span) bool) {
 
 // matchView finds a view of r bytes or a little more (the stitched block an earlier request of
 // this size made, as GMLake's exact match of a stitched block) whose first r bytes no live block
-// uses, flushes the cached blocks there, and returns it; nil if there is none.
+// uses; nil if there is none. Taking it flushes the cached blocks there (takeHome).
 func (e *Engine) matchView(r uint64) *view {
 	var best *view
 	for v, seen := e.viewNewest, 0; v != nil && seen < maxViewScan; v, seen = v.older, seen+1 {
@@ -257,24 +257,6 @@ func (e *Engine) matchView(r uint64) *view {
 			best = v
 		}
 	}
-	if best == nil {
-		return nil
-	}
-	flush := e.flushBuf[:0]
-	window(best, 0, r, func(p span) bool {
-		e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
-			if !slices.Contains(flush, n.b) {
-				flush = append(flush, n.b)
-			}
-			return true
-		})
-		return true
-	})
-	for _, b := range flush {
-		e.flush(b)
-	}
-	clear(flush)
-	e.flushBuf = flush[:0]
 	return best
 }
 

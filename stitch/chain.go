@@ -1,0 +1,246 @@
+package stitch
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+)
+
+// The placement chain of a large request (alloc.go calls it on every miss of r bytes, r at least
+// the small threshold, or a page). Its sources are tried in the order of largeChain: each only
+// proposes a place, a home (bytes of the arena or a window of a view) or pieces to stitch, and
+// changes no memory; the first proposal is taken by take, the one change. A step marked room
+// makes room first (it flushes cached blocks), and its source proposes from what that left. Past
+// the chain, memory is made (placeInNewMemory): empty pages given back, growth, a wait for the
+// device, each followed by the sources that new loose memory can feed.
+//
+// A source may advance the memo state (memoState: which memo the iteration follows), which is
+// the iteration's bookkeeping, not a place; the flush that a new shape owes after a dominating
+// iteration is paid by the step after the memo source (payShapeFlush), not inside the lookup.
+
+// proposal is a place a source proposes for a request: a home to take, flushing the cached blocks
+// that lie there, or (pieces set) free pieces to map under a new view.
+type proposal struct {
+	at     home
+	pieces []span
+	out    Outcome
+}
+
+// chainStep is one step of the chain: room, if set, makes room first and reports whether the
+// step applies; propose, if set, proposes a place.
+type chainStep struct {
+	room    func(e *Engine, r uint64) bool
+	propose func(e *Engine, r uint64) (proposal, bool)
+}
+
+// largeChain is the placement chain of a large request, in the order its steps are tried.
+var largeChain = [...]chainStep{
+	{propose: (*Engine).proposeMemo},                                     // the followed memo's place (memo.go), or unmarked the context's (repeat.go)
+	{room: (*Engine).payShapeFlushStep},                                  // a new shape after a dominating iteration: the large cache flushed (dominate.go)
+	{propose: (*Engine).proposeHome},                                     // where a block of this size lay, flushing the fewest cached bytes (homes.go)
+	{propose: (*Engine).proposeLoose},                                    // the best-fitting loose range
+	{propose: (*Engine).proposeViewMatch},                                // a view of about this size whose window no live block uses (view.go)
+	{propose: (*Engine).proposeViewWindow},                               // a run of loose bytes in a view
+	{room: (*Engine).flushForNewShape, propose: (*Engine).proposeLowest}, // a new shape: from coalesced memory, first fit (shape.go)
+	{propose: (*Engine).proposeIdle},                                     // the idle window that flushes the fewest cached bytes (idle.go)
+	{propose: (*Engine).proposeStitch},                                   // loose pieces stitched under a new view
+	{propose: (*Engine).proposeIdleStitch},                               // idle pieces stitched, flushing the cached blocks they cover
+	{room: (*Engine).flushLargeUntil, propose: (*Engine).proposeLoose},   // cached large blocks flushed until a loose range of r bytes forms
+	{propose: (*Engine).proposeViewWindow},                               // a run of loose bytes in a view, once more
+}
+
+// placeLarge places r bytes: the first proposal of the chain is taken; past it, new memory.
+func (e *Engine) placeLarge(r uint64, _ Stream) (*block, Outcome, error) {
+	for _, st := range largeChain {
+		if st.room != nil && !st.room(e, r) || st.propose == nil {
+			continue
+		}
+		if b, out, err := e.placeFrom(r, st.propose); b != nil || err != nil {
+			return b, out, err
+		}
+	}
+	return e.placeInNewMemory(r)
+}
+
+// placeFrom takes the first proposal of sources that can be taken (a take that a driver error
+// made lose its place returns no block, and the next source is asked); nil if none can.
+func (e *Engine) placeFrom(r uint64, sources ...func(*Engine, uint64) (proposal, bool)) (*block, Outcome, error) {
+	for _, src := range sources {
+		p, ok := src(e, r)
+		if !ok {
+			continue
+		}
+		b, err := e.take(p, r)
+		if err != nil {
+			return nil, 0, err
+		}
+		if b != nil {
+			return b, p.out, nil
+		}
+	}
+	return nil, 0, nil
+}
+
+// take makes proposal p a block of r bytes: the one change a placement makes. A home's take
+// returns nil when a driver error lost the place (takeHome).
+func (e *Engine) take(p proposal, r uint64) (*block, error) {
+	if p.pieces != nil {
+		e.flushUnder(p.pieces)
+		return e.stitch(p.pieces, r)
+	}
+	return e.takeHome(p.at, r), nil
+}
+
+func (e *Engine) proposeMemo(r uint64) (proposal, bool) {
+	h, ok := e.findMemo(r)
+	return proposal{at: h, out: OutcomeSplit}, ok
+}
+
+func (e *Engine) proposeHome(r uint64) (proposal, bool) {
+	h, ok := e.findHome(r)
+	return proposal{at: h, out: OutcomeSplit}, ok
+}
+
+func (e *Engine) proposeLoose(r uint64) (proposal, bool) {
+	pos, ok := e.looseFit(r)
+	return proposal{at: home{off: pos}, out: OutcomeSplit}, ok
+}
+
+func (e *Engine) proposeViewMatch(r uint64) (proposal, bool) {
+	v := e.matchView(r)
+	return proposal{at: home{v: v}, out: OutcomeSplit}, v != nil
+}
+
+func (e *Engine) proposeViewWindow(r uint64) (proposal, bool) {
+	v, off := e.findWindow(r)
+	return proposal{at: home{v: v, off: off}, out: OutcomeSplit}, v != nil
+}
+
+func (e *Engine) proposeLowest(r uint64) (proposal, bool) {
+	pos, ok := e.lowestFit(r)
+	return proposal{at: home{off: pos}, out: OutcomeSplit}, ok
+}
+
+func (e *Engine) proposeIdle(r uint64) (proposal, bool) {
+	w, ok := e.findIdle(r)
+	return proposal{at: home{v: w.v, off: w.off}, out: OutcomeSplit}, ok
+}
+
+func (e *Engine) proposeStitch(r uint64) (proposal, bool) {
+	pieces, _ := e.stitchPlan(r)
+	return proposal{pieces: pieces, out: OutcomeStitch}, pieces != nil
+}
+
+func (e *Engine) proposeIdleStitch(r uint64) (proposal, bool) {
+	pieces, _ := e.idlePlan(r)
+	return proposal{pieces: pieces, out: OutcomeStitch}, pieces != nil
+}
+
+// payShapeFlushStep is payShapeFlush as a step of the chain.
+func (e *Engine) payShapeFlushStep(uint64) bool { return e.payShapeFlush() }
+
+// flushLargeUntil flushes cached large blocks, highest first, until a loose range of r bytes
+// forms; it reports whether one did.
+func (e *Engine) flushLargeUntil(r uint64) bool { return e.flushUntil(&e.largeAge, r) }
+
+// placeInNewMemory is the end of the chain: no free memory holds r bytes as it lies. Empty pages
+// are given back when the capacity leaves no room for the deficit (or the driver refuses it);
+// else the deficit is grown, and with several streams the device is waited for once when the
+// driver has no more; after each, the sources that the new loose memory feeds propose again.
+func (e *Engine) placeInNewMemory(r uint64) (*block, Outcome, error) {
+	pagesReleased, synced := false, false
+	out := OutcomeStitch
+	loose := func() *block { // the source new loose memory feeds
+		b, _, _ := e.placeFrom(r, (*Engine).proposeLoose) // a home: no error
+		return b
+	}
+	for {
+		pieces, reach := e.stitchPlan(r)
+		if pieces == nil && !pagesReleased && e.pagesHeld() &&
+			e.reserved+e.orphanBytes+(r-reach+e.g-1)/e.g*e.g > e.capacity {
+			// Cached small blocks may pin whole pages: give the empty ones back, but only when
+			// the memory the request lacks cannot be created: a page made again lands elsewhere
+			// and moves the layout of the next iteration, and its cached small blocks are lost.
+			pagesReleased = true
+			e.releasePages()
+			if b, _, _ := e.placeFrom(r, (*Engine).proposeLoose, (*Engine).proposeViewWindow); b != nil {
+				return b, OutcomeSplit, nil
+			}
+			continue
+		}
+		if pieces != nil {
+			e.log.Debug("stitch: mapping free pieces under a new range", "bytes", r, "pieces", len(pieces),
+				"loose_bytes", e.loose.bytes, "loose_ranges", e.loose.len(), "views", len(e.views))
+			b, err := e.take(proposal{pieces: pieces}, r)
+			if err != nil {
+				return nil, 0, err
+			}
+			return b, out, nil
+		}
+		e.logGrowth(r, reach)
+		need := (r - reach + e.g - 1) / e.g
+		n := need + e.growthExtra(need)
+		err := e.grow(n, need)
+		if err == nil {
+			e.grownIter += n * e.g
+		}
+		if err != nil {
+			if errors.Is(err, ErrOutOfMemory) && !synced && e.multiStream && (e.largeAge.n > 0 || e.smallAge.n > 0) {
+				// Blocks freed on other streams wait for their events: wait for the device once.
+				synced = true
+				if e.synchronize() == nil {
+					e.releasePages()
+					e.flushUntil(&e.largeAge, ^uint64(0))
+					if b := loose(); b != nil {
+						return b, OutcomeSplit, nil
+					}
+					continue
+				}
+			}
+			if errors.Is(err, ErrOutOfMemory) && !pagesReleased && e.pagesHeld() {
+				// The driver has less than the capacity said: the pages go now.
+				pagesReleased = true
+				e.releasePages()
+				if b := loose(); b != nil {
+					return b, OutcomeSplit, nil
+				}
+				continue
+			}
+			if errors.Is(err, ErrOutOfMemory) {
+				return nil, 0, e.outOfMemory(r, err)
+			}
+			return nil, 0, err
+		}
+		out = OutcomeNewChunks
+		if b := loose(); b != nil {
+			return b, out, nil
+		}
+	}
+}
+
+// pagesHeld reports whether the small pool holds pages or cached small blocks that giving pages
+// back could free.
+func (e *Engine) pagesHeld() bool { return e.smallAge.n > 0 || len(e.pages) > 0 }
+
+// releasePages flushes every cached small block and gives every empty page back to the loose set.
+func (e *Engine) releasePages() {
+	e.flushUntil(&e.smallAge, ^uint64(0))
+	e.releaseEmptyPages()
+}
+
+// logGrowth logs, at debug level, why r bytes need new memory: stitching reaches only reach.
+func (e *Engine) logGrowth(r, reach uint64) {
+	if !e.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	var sliver uint64
+	e.loose.byAddr.walk(func(s span) bool {
+		if lo, hi := e.wholeHandles(s); lo > hi {
+			sliver += s.size()
+		}
+		return true
+	})
+	e.log.Debug("stitch: growing", "bytes", r, "reach", reach, "loose_bytes", e.loose.bytes, "loose_ranges", e.loose.len(),
+		"inside_one_handle", sliver, "large_cached", e.largeAge.bytes, "small_free", e.smallFree.bytes, "small_cached", e.smallAge.bytes, "pages", len(e.pages),
+		"live", e.live, "reserved", e.reserved)
+}
