@@ -78,6 +78,45 @@
 // size on its stream; the loose set, coalesced free ranges indexed by address and by size. An
 // owner index maps arena ranges to the large blocks holding them.
 //
+// # The layout core
+//
+// Who owns each byte, and who may change it, is written where the data is: the Engine's fields
+// (engine.go) grouped by what they own (handles and the arena, the free set, blocks and the owner
+// index, streams, views, pages, memos, homes and contexts, statistics), and the block and view
+// types (block.go, view.go), field by field, each with the functions that write it and the rule of
+// Check that covers it. Every constant that steers the policy is in tunables.go, with what it
+// steers and what it was measured to win.
+//
+// # Allocation: the placement chain
+//
+// A request that misses the exact path is placed by a chain (chain.go): an ordered list of
+// sources, each of which only proposes a place (a home: bytes of the arena or a window of a view;
+// or free pieces to stitch under a new view) and changes no memory, and one take that makes the
+// first proposal a block. A step that must change something before its source can propose says
+// so: it makes room (flushing cached blocks), and its source proposes from what is left. The order,
+// as largeChain lists it:
+//
+//  1. the place the followed memo gives this request (memo.go), or unmarked the place the last
+//     request of its context took (repeat.go); then the flush a new shape owes after a dominating
+//     iteration, paid here rather than inside the lookup that found it (dominate.go);
+//  2. a home (homes.go);
+//  3. the best-fitting loose range;
+//  4. a view of about this size whose window no live block uses (GMLake's exact match of a stitched
+//     block), then a run of loose bytes in a view;
+//  5. in a new shape, room made by flushing every cached large block, then the lowest loose range
+//     that fits (shape.go);
+//  6. the idle window that flushes the fewest cached bytes (idle.go);
+//  7. loose pieces stitched under a new view, else idle pieces (flushing only what they cover);
+//  8. room made by flushing cached large blocks until a loose range fits, then that range, then a
+//     loose run in a view;
+//  9. new memory (placeInNewMemory): empty pages given back where the capacity leaves no room for
+//     the deficit, else the deficit grown, with several streams a wait for the device once where
+//     the driver has no more; after each, loose memory proposes again.
+//
+// A memo lookup advances the memo state (memostate.go: which memo the iteration follows, and how
+// far it has gone with dominating ones), which is the iteration's bookkeeping, not a place; an
+// idle lookup with several streams polls their events. Otherwise a source reads only.
+//
 // # Allocation: outcomes
 //
 // Each request ends in one outcome, counted in Stats.Outcomes:
@@ -85,17 +124,12 @@
 //   - Exact: a cached block of exactly the rounded size on the same stream: a map lookup, a list pop
 //     and a flag flip; no driver call, no Go allocation. While an iteration memo is followed, the
 //     cached block at the memo's place (an owner-index lookup) rather than the lowest.
-//   - Split: no driver call, the block is carved from free memory, in this order:
-//     the place the iteration memo being followed gives this request (memo.go; only when the caller
-//     marks iterations); a home (homes.go): a place, in the arena or in a view, where a block of this size lay
+//   - Split: no driver call, the block is carved from free memory by the chain's steps 1-6 and
+//     8. A home (homes.go) is a place, in the arena or in a view, where a block of this size lay
 //     before and that no live block uses now, the one whose taking flushes the fewest cached bytes,
-//     the most recently used of those; else the best-fitting loose range; else a view of about
-//     this size that an earlier request stitched, whose window no live block uses (GMLake's exact
-//     match of a stitched block); else a run of loose bytes in any view; in an iteration of a new
-//     shape (marked, following no memo), every cached large block is flushed and the request is
-//     carved first-fit from the coalesced free memory (shape.go); else an idle window
-//     (idle.go): the r bytes, in the arena or in any view, that no live block uses and whose taking
-//     flushes the fewest cached bytes. Only the cached blocks under the chosen window are flushed;
+//     the most recently used of those; an idle window (idle.go) is the r bytes, in the arena or in
+//     any view, that no live block uses and whose taking flushes the fewest cached bytes. Only the
+//     cached blocks under the chosen window are flushed;
 //     the rest of the cache stays for exact matches. These searches walk the homes of the size
 //     (at most 1024), the arena's indexes and the views, but only the 256 most recently used
 //     views (maxViewScan), and of those only the ones whose own blocks leave room: a view counts
@@ -197,7 +231,10 @@
 // every shared trace repeated four times makes zero driver calls in its fourth repetition
 // (TestMemoConvergesOnTraces), and a trace gpu-train recorded on an H200 with four lengths in random
 // order makes none from its fourth (TestMemoConvergesOnGPUTrainTraces; without marks it makes
-// hundreds per repetition).
+// hundreds per repetition). Where the iteration stands against the memos is one value (memoState,
+// memostate.go): a phase (unmarked, choosing, following an agreeing memo, following a dominating
+// one, new shape) and a dominance stage (none, one, one whose script ended, handed over), moved
+// only by the functions each phase names; Check reports every combination they cannot make.
 // What memos cannot remove: an iteration that needs more memory than any before it, or a block
 // larger than any free window, must call the driver the first time its shape is seen.
 // WithGrowthSlack trades a little memory for fewer of those calls; WithWarmupGrowth makes each of
@@ -215,6 +252,9 @@
 //   - Every view maps whole handles that exist, its pieces lie in them in order and meet at handle
 //     boundaries, each chunk's count of views is right, and every block using it lies within it.
 //   - Live, reserved and virtual bytes in Stats equal what the structures hold.
+//   - The memos' entries are in ordinal order and their counts within the bounds; the memo state
+//     is one of its phases with the parts that phase allows (a followed memo exactly while
+//     following, a dominating memo only at its dominance stages, no flush owed between calls).
 //
 // The engine is safe for concurrent use: one mutex guards everything; the exact-match path holds it
 // for a few dozen nanoseconds.
