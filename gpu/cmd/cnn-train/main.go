@@ -129,5 +129,9 @@ func foldRounds(rounds []*result) *result {
 	r := *rounds[0]
 	t := traincmd.Fold(rounds, func(r *result) (float64, float64, float64) { return r.StepMs, r.StepMsMin, r.WarmupMs })
 	r.StepMs, r.StepMsMin, r.WarmupMs, r.RoundStepMs = t.StepMs, t.StepMsMin, t.WarmupMs, t.RoundStepMs
+	r.RoundSteadyMs = nil
+	for _, round := range rounds {
+		r.RoundSteadyMs = append(r.RoundSteadyMs, round.SteadyMs)
+	}
 	return &r
 }

@@ -70,8 +70,10 @@ type result struct {
 	WarmupMs      float64 // the first pass over the sizes, in total
 	StepMs        float64 // mean steady-state step
 	StepMsMin     float64
-	Round         int       // the round of this run (--rounds); in the table, 0 and every round's times folded
-	RoundStepMs   []float64 `json:",omitempty"` // in the table: each round's mean steady step
+	Round         int         // the round of this run (--rounds); in the table, 0 and every round's times folded
+	RoundStepMs   []float64   `json:",omitempty"` // in the table: each round's mean steady step
+	SteadyMs      []float64   // every steady step, in step order
+	RoundSteadyMs [][]float64 `json:"-"` // in the table: each round's SteadyMs, for traincmd.PairedRatio
 	PeakLive      uint64
 	PeakReserved  uint64
 	Fragmentation float64
@@ -310,7 +312,7 @@ func (ru *run) timed(r *result, log io.Writer) error {
 	for _, ms := range steady {
 		sum += ms
 	}
-	r.StepMs, r.StepMsMin = sum/n, slices.Min(steady)
+	r.StepMs, r.StepMsMin, r.SteadyMs = sum/n, slices.Min(steady), steady
 	r.PeakLive, r.PeakReserved = ru.dev.MemoryStats().PeakLiveBytes, ru.pool.PeakReserved()
 	r.Fragmentation = bench.Fragmentation(r.PeakLive, r.PeakReserved)
 	fmt.Fprintf(log, "%s/%s: warm-up %.0f ms, steady %.1f ms/step (min %.1f), peak reserved %.2f GiB (live %.2f GiB), %.1f calls/step, %.0f allocs/step of which %.0f workspaces (largest %.1f MiB), loss %.3f -> %.3f\n",

@@ -72,3 +72,30 @@ func Fold[R any](rounds []R, times func(R) (stepMs, stepMsMin, warmupMs float64)
 	}
 	return t
 }
+
+// PairedRatio compares two allocators step by step: a and b hold each round's steady step times
+// (ms), in round and step order, of runs that trained the same step sequence (the same image size
+// or batch at each step), round k of one next to round k of the other. It gives the median, over
+// every step of every round both have, of a's time over b's at the same round and step. A drift of
+// the GPU's speed between rounds (on the H200 the rounds of one allocator differed by up to 26%,
+// results/cnn/H200.md) moves both sides of a pair alike, so the ratio resolves differences that the
+// mean step cannot. It reports false when no step pairs up.
+func PairedRatio(a, b [][]float64) (float64, bool) {
+	var ratios []float64
+	for k := range min(len(a), len(b)) {
+		for i := range min(len(a[k]), len(b[k])) {
+			if b[k][i] > 0 {
+				ratios = append(ratios, a[k][i]/b[k][i])
+			}
+		}
+	}
+	if len(ratios) == 0 {
+		return 0, false
+	}
+	slices.Sort(ratios)
+	n := len(ratios)
+	if n%2 == 1 {
+		return ratios[n/2], true
+	}
+	return (ratios[n/2-1] + ratios[n/2]) / 2, true
+}

@@ -39,3 +39,22 @@ func TestRun(t *testing.T) {
 	_, err = Run(Rounds{Allocators: []string{"a"}}, func(int, string) (int, error) { return 0, assert.AnError })
 	assert.ErrorIs(t, err, assert.AnError)
 }
+
+func TestPairedRatio(t *testing.T) {
+	// Round 1 runs 30% slower for both; a is 2% slower than b at every step but one outlier.
+	a := [][]float64{{10.2, 20.4, 30.6}, {13.26, 26.52, 90}}
+	b := [][]float64{{10, 20, 30}, {13, 26, 39}}
+	got, ok := PairedRatio(a, b)
+	require.True(t, ok)
+	assert.InDelta(t, 1.02, got, 1e-9)
+
+	// Even count: the mean of the middle two; steps only one side has are left out.
+	got, ok = PairedRatio([][]float64{{1, 3, 5}}, [][]float64{{1, 1}})
+	require.True(t, ok)
+	assert.InDelta(t, 2.0, got, 1e-9)
+
+	_, ok = PairedRatio(nil, b)
+	assert.False(t, ok)
+	_, ok = PairedRatio([][]float64{{1}}, [][]float64{{0}})
+	assert.False(t, ok)
+}
