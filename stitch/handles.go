@@ -110,17 +110,7 @@ func (e *Engine) recutInPlace(pa *physAlloc, parts []uint64) error {
 		return nil
 	}
 	if err := e.drv.release(pa.h); err != nil {
-		if e.drv.mapRange(addr, size, pa.h, 0) == nil {
-			if e.drv.setAccess(addr, size) == nil {
-				return nil
-			}
-			if e.drv.unmap(addr, size) != nil {
-				e.loseAlloc(pa, true, false)
-				return fmt.Errorf("stitch: re-cut of a handle: %w", err)
-			}
-		}
-		e.loseAlloc(pa, false, false)
-		return fmt.Errorf("stitch: re-cut of a handle: %w", err)
+		return e.mapBack(pa, addr, size, err)
 	}
 	made, err := e.createRun(pa.first, parts)
 	if err != nil {
@@ -189,19 +179,11 @@ func (e *Engine) recut(pa *physAlloc, parts []uint64) error {
 		for i := pa.first; i < pa.first+pa.n; i++ {
 			blocked = blocked || e.slots[i].blocked
 		}
-		if !blocked {
-			if e.drv.mapRange(addr, size, pa.h, 0) == nil {
-				if e.drv.setAccess(addr, size) == nil {
-					return nil
-				}
-				if e.drv.unmap(addr, size) != nil {
-					e.loseAlloc(pa, true, false)
-					return fmt.Errorf("stitch: re-cut of a handle: %w", err)
-				}
-			}
+		if blocked {
+			e.loseAlloc(pa, false, false)
+			return fmt.Errorf("stitch: re-cut of a handle: %w", err)
 		}
-		e.loseAlloc(pa, false, false)
-		return fmt.Errorf("stitch: re-cut of a handle: %w", err)
+		return e.mapBack(pa, addr, size, err)
 	}
 	if err := e.drv.release(pa.h); err != nil {
 		e.log.Error("stitch: release of a re-cut handle failed; kept as orphan", "err", err)
@@ -274,4 +256,21 @@ func (e *Engine) dropIdleViewsOn(pa *physAlloc) bool {
 		}
 	}
 	return e.releasable(pa)
+}
+
+// mapBack maps pa, whose re-cut failed with err after its arena range [addr, addr+size) was
+// unmapped, back over that range. It returns nil when pa is whole in the arena again; otherwise
+// pa's bytes are lost to the arena (loseAlloc) and the re-cut's error is returned.
+func (e *Engine) mapBack(pa *physAlloc, addr uintptr, size uint64, err error) error {
+	if e.drv.mapRange(addr, size, pa.h, 0) == nil {
+		if e.drv.setAccess(addr, size) == nil {
+			return nil
+		}
+		if e.drv.unmap(addr, size) != nil {
+			e.loseAlloc(pa, true, false)
+			return fmt.Errorf("stitch: re-cut of a handle: %w", err)
+		}
+	}
+	e.loseAlloc(pa, false, false)
+	return fmt.Errorf("stitch: re-cut of a handle: %w", err)
 }

@@ -201,15 +201,7 @@ func (e *Engine) takeHome(h home, r uint64) *block {
 		pieces = append(pieces, span{start: h.off, end: h.off + r})
 	}
 	slices.SortFunc(pieces, func(a, b span) int { return cmp.Compare(a.start, b.start) })
-	flush := e.flushBuf[:0]
-	for _, p := range pieces {
-		e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
-			if !slices.Contains(flush, n.b) {
-				flush = append(flush, n.b)
-			}
-			return true
-		})
-	}
+	flush := e.blocksUnder(pieces)
 	for _, b := range flush {
 		e.flushInto(b, pieces)
 	}

@@ -226,17 +226,23 @@ func (e *Engine) idlePlan(r uint64) ([]span, uint64) {
 	return plan(runs)
 }
 
-// flushUnder flushes every cached block owning bytes of pieces.
-func (e *Engine) flushUnder(pieces []span) {
-	flush := e.flushBuf[:0]
+// blocksUnder gathers, once each, the blocks owning bytes of pieces, into e.flushBuf.
+func (e *Engine) blocksUnder(pieces []span) []*block {
+	under := e.flushBuf[:0]
 	for _, p := range pieces {
 		e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
-			if !slices.Contains(flush, n.b) {
-				flush = append(flush, n.b)
+			if !slices.Contains(under, n.b) {
+				under = append(under, n.b)
 			}
 			return true
 		})
 	}
+	return under
+}
+
+// flushUnder flushes every cached block owning bytes of pieces.
+func (e *Engine) flushUnder(pieces []span) {
+	flush := e.blocksUnder(pieces)
 	for _, b := range flush {
 		e.flush(b)
 	}
