@@ -517,8 +517,15 @@ func (e *Engine) checkMemos(c *checker) {
 }
 
 // checkStitchable verifies the stitch index (stitchable.go) against a walk over the loose ranges:
-// every candidate's head and tail indexed, nothing else, and the sum of their middles.
+// every candidate's head and tail indexed, nothing else, and the sum of their middles; or, dropped
+// until its next read, that it holds nothing.
 func (e *Engine) checkStitchable(c *checker) {
+	if x := &e.stitchable; x.stale {
+		if x.mids != 0 || x.heads.len() != 0 || x.tails.len() != 0 {
+			c.fail("stitch index: dropped, but holding %d heads, %d tails and %d whole-handle bytes", x.heads.len(), x.tails.len(), x.mids)
+		}
+		return
+	}
 	want := newStitchable()
 	e.loose.byAddr.walk(func(s span) bool {
 		if cd, ok := e.candidateOf(s); ok {

@@ -149,7 +149,10 @@
 //     the view covers; else every cached block is flushed. Ranges are taken largest first until
 //     they reach the request. The stitch index (stitchable.go) sums up every loose range's
 //     whole handles, heads and tails, so a request the loose ranges cannot reach is told so in
-//     O(log n), and one they can takes O(k log n) for the k ranges looked at; idle runs come from
+//     O(log n), and one they can takes O(k log n) for the k ranges looked at; the index is kept
+//     lazily, dropped once the loose set has changed more often than it has ranges since it was
+//     last read and rebuilt at the next read, so the steady iterations' misses, which change the
+//     loose set but do not stitch, do not pay for it; idle runs come from
 //     the rooms, largest first, and the search stops once the runs seen make the plan every run
 //     would. Still linear in the blocks: idle runs with several streams (whether a cached block
 //     is idle depends on its stream's events, which the walk polls), and a plan over idle runs

@@ -14,10 +14,23 @@ import "math"
 // the span is loose: a handle is made before its bytes join the loose set and released after they
 // leave it, and a handle re-cut inside loose memory (handles.go) keeps its outer ends. Check verifies the
 // index against a walk over the loose ranges.
+//
+// It is read only when a request may stitch, which in the steady iterations of a training loop is
+// rare, while every miss there changes the loose set several times: re-carving a place takes loose
+// bytes and gives a flushed block's rest back. So the index is kept lazily. It counts the changes
+// since it was last read (lag); once they outnumber the loose ranges it is dropped (stale) and
+// changes cost nothing until the next read rebuilds it from a walk over the loose ranges (stitchIndex).
+// A rebuild costs about what as many changes as there are loose ranges cost, so kept either way
+// the index costs at most about twice its incremental upkeep between two reads, and nothing past
+// that while it is not read. The sets it holds, and so every plan and reach, are the same either
+// way. Measured on the training-loop steps of the H200 ResNet traces (results/bench/STEADY-CPU.md):
+// the index's upkeep was about a fifth of the engine's instructions per alloc+free pair there.
 type stitchable struct {
 	mids  uint64 // whole-handle bytes of every candidate
 	heads tree   // one span per candidate: {start, start+head}, by (head, start)
 	tails tree   // likewise {start, start+tail}, by (tail, start)
+	lag   int    // changes counted since the index was last read (stitchIndex)
+	stale bool   // dropped: mids, heads and tails are empty until stitchIndex rebuilds them
 }
 
 func newStitchable() stitchable {
@@ -44,28 +57,62 @@ func (e *Engine) candidateOf(s span) (candidate, bool) {
 
 // looseChanged counts loose span s in the stitch index (added) or takes it out.
 func (e *Engine) looseChanged(s span, added bool) {
+	x := &e.stitchable
+	if x.stale {
+		return
+	}
+	if x.lag++; x.lag > e.loose.len() {
+		*x = newStitchable()
+		x.stale = true
+		return
+	}
 	c, ok := e.candidateOf(s)
 	if !ok {
 		return
 	}
-	x := &e.stitchable
-	head, tail := span{start: s.start, end: s.start + c.head}, span{start: s.start, end: s.start + c.tail}
 	if added {
-		x.mids += c.mid
-		x.heads.insert(head)
-		x.tails.insert(tail)
+		x.add(c)
 		return
 	}
 	x.mids -= c.mid
-	if !x.heads.remove(head) || !x.tails.remove(tail) {
+	if !x.heads.remove(c.headSpan()) || !x.tails.remove(c.tailSpan()) {
 		panic("stitch: a loose range leaves the stitch index as another candidate than it joined")
 	}
+}
+
+// add counts candidate c in the index.
+func (x *stitchable) add(c candidate) {
+	x.mids += c.mid
+	x.heads.insert(c.headSpan())
+	x.tails.insert(c.tailSpan())
+}
+
+// headSpan and tailSpan are c's entries in the stitch index: spans from its start as long as its head,
+// and as its tail.
+func (c candidate) headSpan() span { return span{start: c.s.start, end: c.s.start + c.head} }
+func (c candidate) tailSpan() span { return span{start: c.s.start, end: c.s.start + c.tail} }
+
+// stitchIndex returns the stitch index, rebuilt from the loose ranges if it was dropped, and
+// starts counting the changes since this read afresh.
+func (e *Engine) stitchIndex() *stitchable {
+	x := &e.stitchable
+	x.lag = 0
+	if x.stale {
+		x.stale = false
+		e.loose.byAddr.walk(func(s span) bool {
+			if c, ok := e.candidateOf(s); ok {
+				x.add(c)
+			}
+			return true
+		})
+	}
+	return x
 }
 
 // stitchReach is what a stitch plan over every loose range reaches (planFrom's reach when no plan
 // is made).
 func (e *Engine) stitchReach() uint64 {
-	x := &e.stitchable
+	x := e.stitchIndex()
 	switch x.heads.len() {
 	case 0:
 		return 0
