@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -129,4 +130,73 @@ func TestHomeListOrder(t *testing.T) {
 		require.Equal(t, len(want), l.live)
 		require.LessOrEqual(t, len(l.entries), 2*l.live+17, "step %d: dead entries pile up", step)
 	}
+}
+
+// TestTakeHomeRecarvesCachedBlock: a home of the arena that begins where a cached primitive block
+// begins is that block re-cut (recarve), under the same pointer and struct, with a new serial:
+// narrower, its rest given back to the loose set; wider, over the cached block after it too; and
+// either way Check is clean with the block live and after it is freed.
+func TestTakeHomeRecarvesCachedBlock(t *testing.T) {
+	const mib = 1 << 20
+	e, err := New(&nullDriver{}, WithCapacity(256*mib))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	// take is what allocSlow does around a home's take.
+	take := func(h home, r uint64) *block {
+		b := e.takeHome(h, r)
+		require.NotNil(t, b)
+		b.stream = 0
+		e.blocks[b.ptr] = b
+		e.markLive(b, r)
+		require.NoError(t, e.Check())
+		return b
+	}
+	cached := func(size uint64) *block {
+		p, err := e.Alloc(size, 0)
+		require.NoError(t, err)
+		b := e.blocks[p]
+		require.NoError(t, e.Free(p, size))
+		return b
+	}
+
+	t.Run("narrower", func(t *testing.T) {
+		a := cached(24 * mib)
+		require.Equal(t, primitive, a.kind)
+		pos, ptr, serial := a.pos, a.ptr, a.serial
+		b := take(home{off: pos}, 10*mib)
+		assert.Same(t, a, b, "the cached block's struct is re-cut")
+		assert.Equal(t, ptr, b.ptr)
+		assert.Greater(t, b.serial, serial, "a re-cut block is another block to the homes")
+		assert.Equal(t, uint64(10*mib), b.size)
+		assert.Same(t, b, e.owners.ownerAt(pos).b)
+		assert.Nil(t, e.owners.ownerAt(pos+10*mib), "the rest is no block's")
+		_, loose := e.loose.containing(pos+10*mib, pos+24*mib)
+		assert.True(t, loose, "the rest is loose")
+		require.NoError(t, e.Free(b.ptr, 10*mib))
+		require.NoError(t, e.Check())
+		require.NoError(t, e.EmptyCache())
+	})
+
+	t.Run("wider", func(t *testing.T) {
+		p1, err := e.Alloc(8*mib, 0)
+		require.NoError(t, err)
+		p2, err := e.Alloc(8*mib, 0)
+		require.NoError(t, err)
+		a1, a2 := e.blocks[p1], e.blocks[p2]
+		if a2.pos < a1.pos {
+			a1, a2, p1, p2 = a2, a1, p2, p1
+		}
+		require.Equal(t, a1.pos+8*mib, a2.pos, "two adjacent blocks")
+		require.NoError(t, e.Free(p1, 8*mib))
+		require.NoError(t, e.Free(p2, 8*mib))
+		pos := a1.pos
+		b := take(home{off: pos}, 12*mib)
+		assert.Same(t, a1, b, "the first cached block's struct is re-cut")
+		assert.Nil(t, e.blocks[p2], "the block after it is flushed")
+		assert.Same(t, b, e.owners.ownerAt(pos+10*mib).b, "the re-cut block owns the bytes of the one after it")
+		_, loose := e.loose.containing(pos+12*mib, pos+16*mib)
+		assert.True(t, loose, "the rest of the flushed block is loose")
+		require.NoError(t, e.Free(b.ptr, 12*mib))
+		require.NoError(t, e.Check())
+	})
 }
