@@ -187,6 +187,7 @@ type orphan struct {
 	ev     Event     // event to destroy (0: none)
 	slots  [2]uint64 // first and count of arena slots the orphaned mapping blocks
 	chunks []uint64  // arena slots whose chunks the orphaned view range still maps
+	part   bool      // a mapping inside a view's range, which another orphan frees: unmapped, nothing more
 }
 
 // blockSlots marks arena slots [first, first+n) as covered (or no longer) by an orphaned mapping,

@@ -41,12 +41,13 @@ type Engine struct {
 	holeFrom uint64
 	// allocs: every live handle, by handle: grow, releaseAlloc, adopt, loseAlloc. Check: checkPhysical.
 	allocs       map[PhysHandle]*physAlloc
-	reserved     uint64   // bytes of present chunks: grow, releaseAlloc, loseAlloc. Check: checkPhysical
-	peakReserved uint64   // most reserved ever: grow. Check: checkPhysical (reserved ≤ peak)
-	grownIter    uint64   // bytes created since the last MarkIteration (growthExtra): placeLarge, MarkIteration
-	cutBuf       []uint64 // endCuts' result, reused (scratch, no state)
+	reserved     uint64     // bytes of present chunks: grow, releaseAlloc, loseAlloc. Check: checkPhysical
+	peakReserved uint64     // most reserved ever: grow. Check: checkPhysical (reserved ≤ peak)
+	grownIter    uint64     // bytes created since the last MarkIteration (growthExtra): placeLarge, MarkIteration
+	cutBuf       []uint64   // endCuts' result, reused (scratch, no state)
+	siteBuf      []viewSite // viewSites' result, reused (scratch, no state)
 	// orphans: driver objects an error left that the engine could not give back (undoRun,
-	// releaseAlloc, dropRange, unmapView, destroyEvent, recut, loseAlloc add; retryOrphans, Close retry). Check:
+	// releaseAlloc, dropRange, unmapView, dropSplitView, destroyEvent, recut, loseAlloc add; retryOrphans, Close retry). Check:
 	// checkPhysical (blocked slots), checkViews (the chunks an orphaned view range maps).
 	orphans     []orphan
 	orphanBytes uint64 // physical bytes the driver holds that the engine could not give back

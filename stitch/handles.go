@@ -1,6 +1,7 @@
 package stitch
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -19,7 +20,15 @@ import (
 //     and that a boundary of the block cuts is re-created as the handles on either side of the cut
 //     (fitHandles: one Create per part, an Unmap and a Release of the old one, a Map per part and one
 //     SetAccess), at chunk boundaries: the block's bytes then fill whole handles but for its first
-//     and last chunk. A handle that a view maps, or that another block uses, is left as it is.
+//     and last chunk. A handle that another block or a used view uses is left as it is.
+//   - An idle view (no block uses it) that maps a handle being re-cut keeps its range: the
+//     handle's mapping there is replaced by the new handles' (an Unmap, a Map per new handle and a
+//     SetAccess, remapSite), so the places memos and homes give in it stay valid and the view is
+//     not stitched again when a later iteration asks for it. Only a view whose first or last piece
+//     the cut would leave outside its end handle is released. Releasing every idle view over the
+//     handle instead made repeated iterations keep stitching (opt1.3b-full marked: 37 calls per
+//     iteration in the fourth of four repetitions; now 0) and cost the multi-scale ResNet-50 1.0154
+//     x peak active (now 1.0055).
 //   - A stitch's last piece is cut the same way before it is mapped.
 //
 // So each handle holds the bytes of one block (and the slivers of its end chunks), free memory is
@@ -81,8 +90,9 @@ func (e *Engine) endCuts(pos, end uint64, head bool) []uint64 {
 }
 
 // cutAt re-creates the handle holding arena chunk c as two handles meeting at c, when c lies
-// strictly inside it, the handle is wholly loose and no view maps it. It returns the driver's
-// error when one lost the handle's memory.
+// strictly inside it, the handle is wholly loose and no used view or orphaned range maps it. Idle
+// views that map it keep their ranges: the handle's mapping in each is replaced by the new
+// handles' (viewSites, remapSite). It returns the driver's error when one lost the handle's memory.
 func (e *Engine) cutAt(c uint64) error {
 	if !e.cfg.followBlocks || c >= uint64(len(e.slots)) || !e.slots[c].present || e.slots[c].hoff == 0 {
 		return nil // no handle there, or c is where one begins
@@ -91,34 +101,261 @@ func (e *Engine) cutAt(c uint64) error {
 	if _, ok := e.loose.containing(pa.first*e.g, (pa.first+pa.n)*e.g); !ok {
 		return nil // another block uses it
 	}
-	if !e.releasable(pa) && !e.dropIdleViewsOn(pa) {
+	sites, ok := e.viewSites(pa, c)
+	if !ok {
 		return nil
 	}
 	parts := []uint64{c - pa.first, pa.first + pa.n - c}
 	if e.reserved+e.orphanBytes+pa.n*e.g > e.capacity {
-		return e.recutInPlace(pa, parts) // the new handles do not fit beside the old one
+		return e.recutInPlace(pa, parts, sites) // the new handles do not fit beside the old one
 	}
-	return e.recut(pa, parts)
+	return e.recut(pa, parts, sites)
+}
+
+// viewSite is a place where a view maps a handle about to be re-cut: the view, and the offset of
+// the handle's mapping in its range.
+type viewSite struct {
+	v   *view
+	off uint64
+}
+
+// viewSites returns where idle views map pa, for a re-cut at chunk c, in address order. A view
+// whose end pieces the cut would leave in a handle of their own that holds none of their bytes
+// (the cut at or before its first piece's start in its first handle, at or past its last piece's
+// end in its last) is released instead. false when a used view or an orphaned range maps pa, or a
+// release failed.
+func (e *Engine) viewSites(pa *physAlloc, c uint64) ([]viewSite, bool) {
+	if e.slots[pa.first].views == 0 {
+		return nil, true // views map handles whole: none maps any chunk of pa
+	}
+	sites := e.siteBuf[:0]
+	var drop []*view
+	for _, v := range e.views {
+		at := len(sites)
+		for i, ch := range v.chunks {
+			if ch == pa.first {
+				sites = append(sites, viewSite{v: v, off: uint64(i) * e.g})
+			}
+		}
+		if len(sites) == at {
+			continue
+		}
+		if v.users > 0 {
+			e.siteBuf = sites[:0]
+			return nil, false
+		}
+		for _, s := range sites[at:] {
+			first, last := s.off == 0, s.off+pa.n*e.g == v.vsize
+			if first && c*e.g <= v.pieces[0].start || last && c*e.g >= v.pieces[len(v.pieces)-1].end {
+				drop = append(drop, v)
+				sites = sites[:at]
+				break
+			}
+		}
+	}
+	for _, v := range drop {
+		if e.unmapView(v) != nil {
+			e.siteBuf = sites[:0]
+			return nil, false
+		}
+	}
+	e.siteBuf = sites
+	if e.slots[pa.first].views != int32(len(sites)) {
+		return nil, false // an orphaned range still maps it
+	}
+	slices.SortFunc(sites, func(a, b viewSite) int {
+		return cmp.Or(cmp.Compare(a.v.base, b.v.base), cmp.Compare(a.off, b.off))
+	})
+	return sites, true
+}
+
+// remapSite replaces pa's mapping at site s of an idle view with the handles made of it (in arena
+// order, covering pa's chunks): an Unmap, a Map per new handle and a SetAccess. On a driver error
+// it returns what is mapped at the site now (pa, or the new handles mapped so far) with the error.
+func (e *Engine) remapSite(s viewSite, pa *physAlloc, made []physAlloc) ([]physAlloc, error) {
+	if err := e.drv.unmap(s.v.base+uintptr(s.off), pa.n*e.g); err != nil {
+		return []physAlloc{*pa}, err
+	}
+	return e.mapSite(s, pa, made)
+}
+
+// remapSites moves every site's mapping of pa onto made. A view whose remap fails is released, by
+// its mappings one at a time (dropSiteView): it was idle, so only its places are lost.
+func (e *Engine) remapSites(pa *physAlloc, made []physAlloc, sites []viewSite) {
+	for i, s := range sites {
+		if s.v.gone {
+			continue
+		}
+		left, err := e.remapSite(s, pa, made)
+		if err == nil {
+			continue
+		}
+		e.log.Error("stitch: remapping a re-cut handle under a view failed; the view is released", "err", err)
+		e.dropSiteView(sites, i, pa.n, func(j int) []physAlloc {
+			switch {
+			case j == i:
+				return left
+			case j < i:
+				return made
+			}
+			return []physAlloc{*pa}
+		})
+	}
+}
+
+// dropSiteView releases the view of sites[i], whose mapping at each of its sites j is mapped(j)
+// (dropSplitView).
+func (e *Engine) dropSiteView(sites []viewSite, i int, n uint64, mapped func(j int) []physAlloc) {
+	v := sites[i].v
+	at := map[uint64][]physAlloc{}
+	for j, s := range sites {
+		if s.v == v {
+			at[s.off] = mapped(j)
+		}
+	}
+	e.dropSplitView(v, at, n)
+}
+
+// dropSplitView releases idle view v, whose mappings at the offsets in at (each a site of a
+// re-cut handle of n chunks) are the handles listed there (none: nothing mapped), every other
+// offset mapping one handle of the arena whole. Each mapping is unmapped on its own; one that
+// fails is kept as an orphan, and so is the range, freed once they are unmapped.
+func (e *Engine) dropSplitView(v *view, at map[uint64][]physAlloc, n uint64) {
+	type mapping struct{ off, n uint64 }
+	var maps []mapping
+	for off := uint64(0); off < v.vsize; {
+		if hs, ok := at[off]; ok {
+			for _, h := range hs {
+				maps = append(maps, mapping{off + (h.first-hs[0].first)*e.g, h.n})
+			}
+			off += n * e.g
+			continue
+		}
+		k := e.allocs[e.slots[v.chunks[off/e.g]].h].n
+		maps = append(maps, mapping{off, k})
+		off += k * e.g
+	}
+	e.viewUnlink(v)
+	for _, c := range v.chunks {
+		e.slots[c].views--
+	}
+	kept := false
+	for _, m := range maps {
+		addr := v.base + uintptr(m.off)
+		if err := e.drv.unmap(addr, m.n*e.g); err != nil {
+			e.log.Error("stitch: unmap of a view's mapping failed; kept as orphan", "err", err)
+			kept = true
+			chunks := slices.Clone(v.chunks[m.off/e.g : m.off/e.g+m.n])
+			for _, c := range chunks {
+				e.slots[c].views++ // the orphan still maps them
+			}
+			e.orphans = append(e.orphans, orphan{addr: addr, size: m.n * e.g, mapped: true, chunks: chunks, part: true})
+		}
+	}
+	if kept || e.drv.free(v.base, v.vsize) != nil {
+		e.orphans = append(e.orphans, orphan{addr: v.base, size: v.vsize})
+		e.orphanVirt += v.vsize
+	}
+	delete(e.views, v.base)
+	v.gone = true
+	e.viewsReleased++
+	e.forgetAway()
+	e.viewBytes -= v.vsize
 }
 
 // recutInPlace is recut for when the new handles cannot be created before pa is released: pa is
-// unmapped and released first, then the new handles are created, mapped and made accessible. If
-// that fails, pa's bytes are lost to the arena (its slots left empty) and the error is returned.
-func (e *Engine) recutInPlace(pa *physAlloc, parts []uint64) error {
+// unmapped from the idle views' sites and the arena and released first, then the new handles are
+// created, mapped and made accessible in the arena and at the sites. If a site cannot be unmapped
+// its view is released (dropSiteView); if pa stays mapped there, or the arena's part fails before
+// pa is released, the views already unmapped are released and pa stays as it was. If pa's
+// release or the creation fails, pa's bytes are lost to the arena (its slots left empty) and the
+// error is returned, the views already unmapped released.
+func (e *Engine) recutInPlace(pa *physAlloc, parts []uint64, sites []viewSite) error {
 	addr, size := e.arenaBase+uintptr(pa.first*e.g), pa.n*e.g
+	unmapped := 0
+	holed := func() { // releases the views whose sites [0, unmapped) map nothing now
+		for i := range unmapped {
+			if !sites[i].v.gone {
+				e.dropSiteView(sites, i, pa.n, func(j int) []physAlloc {
+					if j < unmapped {
+						return nil
+					}
+					return []physAlloc{*pa}
+				})
+			}
+		}
+	}
+	for i, s := range sites {
+		if s.v.gone {
+			continue
+		}
+		if err := e.drv.unmap(s.v.base+uintptr(s.off), size); err != nil {
+			e.dropSiteView(sites, i, pa.n, func(j int) []physAlloc {
+				if j < i {
+					return nil
+				}
+				return []physAlloc{*pa}
+			})
+		}
+		unmapped = i + 1
+	}
+	counted := int32(0) // the views alive still count their sites' chunks
+	for _, s := range sites {
+		if !s.v.gone {
+			counted++
+		}
+	}
+	if e.slots[pa.first].views != counted { // a failed unmap left pa mapped under an orphaned range
+		holed()
+		return nil
+	}
 	if err := e.drv.unmap(addr, size); err != nil {
+		holed()
 		return nil
 	}
 	if err := e.drv.release(pa.h); err != nil {
-		return e.mapBack(pa, addr, size, err)
+		holed()
+		return e.mapBack(pa, addr, size, err, nil)
 	}
 	made, err := e.createRun(pa.first, parts)
 	if err != nil {
+		holed()
 		e.loseAlloc(pa, false, true)
 		return fmt.Errorf("stitch: re-cut of a handle: %w", err)
 	}
+	for i, s := range sites {
+		if s.v.gone {
+			continue
+		}
+		if left, err := e.mapSite(s, pa, made); err != nil {
+			e.dropSiteView(sites, i, pa.n, func(j int) []physAlloc {
+				switch {
+				case j == i:
+					return left
+				case j < i:
+					return made
+				}
+				return nil
+			})
+		}
+	}
 	e.adopt(pa, made)
 	return nil
+}
+
+// mapSite maps the handles made of pa at site s, where nothing is mapped, and makes them
+// accessible. On a driver error it returns the handles mapped there so far with the error.
+func (e *Engine) mapSite(s viewSite, pa *physAlloc, made []physAlloc) ([]physAlloc, error) {
+	addr := s.v.base + uintptr(s.off)
+	for i, m := range made {
+		if err := e.drv.mapRange(addr+uintptr((m.first-pa.first)*e.g), m.n*e.g, m.h, 0); err != nil {
+			return made[:i], err
+		}
+	}
+	if err := e.drv.setAccess(addr, pa.n*e.g); err != nil {
+		return made, err
+	}
+	return nil, nil
 }
 
 // adopt puts the handles made in place of pa into the engine's tables.
@@ -133,12 +370,13 @@ func (e *Engine) adopt(pa *physAlloc, made []physAlloc) {
 	}
 }
 
-// recut replaces handle pa, wholly loose and mapped by no view, with handles of parts chunks (in
-// arena order, summing to pa.n) at the same slots: the new ones are created first, then pa is
-// unmapped, the new ones mapped and made accessible, and pa released. The bytes stay loose
-// throughout. On a driver error before pa is unmapped nothing changes; after it, pa is mapped
-// back; if even that fails its slots are left empty and the error is returned.
-func (e *Engine) recut(pa *physAlloc, parts []uint64) error {
+// recut replaces handle pa, wholly loose and mapped by no used view, with handles of parts chunks
+// (in arena order, summing to pa.n) at the same slots: the new ones are created first, then pa is
+// unmapped, the new ones mapped and made accessible, then the idle views' sites of pa are remapped
+// to them (remapSites), and pa released. The bytes stay loose throughout. On a driver error before
+// pa is unmapped nothing changes; after it, pa is mapped back (the views still map it); if even
+// that fails its slots are left empty and the error is returned.
+func (e *Engine) recut(pa *physAlloc, parts []uint64, sites []viewSite) error {
 	made := make([]physAlloc, 0, len(parts))
 	at := pa.first
 	for _, k := range parts {
@@ -180,11 +418,13 @@ func (e *Engine) recut(pa *physAlloc, parts []uint64) error {
 			blocked = blocked || e.slots[i].blocked
 		}
 		if blocked {
+			e.dropSites(pa, sites)
 			e.loseAlloc(pa, false, false)
 			return fmt.Errorf("stitch: re-cut of a handle: %w", err)
 		}
-		return e.mapBack(pa, addr, size, err)
+		return e.mapBack(pa, addr, size, err, sites)
 	}
+	e.remapSites(pa, made, sites)
 	if err := e.drv.release(pa.h); err != nil {
 		e.log.Error("stitch: release of a re-cut handle failed; kept as orphan", "err", err)
 		e.orphans = append(e.orphans, orphan{h: pa.h, size: size})
@@ -201,7 +441,7 @@ func (e *Engine) loseAlloc(pa *physAlloc, stillMapped, released bool) {
 	addr, size := e.arenaBase+uintptr(pa.first*e.g), pa.n*e.g
 	e.loose.take(pa.first*e.g, (pa.first+pa.n)*e.g)
 	for i := pa.first; i < pa.first+pa.n; i++ {
-		e.slots[i] = slot{blocked: e.slots[i].blocked}
+		e.slots[i] = slot{blocked: e.slots[i].blocked, views: e.slots[i].views} // an orphaned view mapping may still count
 		e.holes++
 	}
 	e.holeFrom = min(e.holeFrom, pa.first)
@@ -235,42 +475,31 @@ func (e *Engine) growPages(count, n uint64) error {
 	return e.growParts(parts)
 }
 
-// dropIdleViewsOn releases the views that map a chunk of pa, if no block uses any of them; it
-// reports whether none maps pa now.
-func (e *Engine) dropIdleViewsOn(pa *physAlloc) bool {
-	var on []*view
-	for _, v := range e.views {
-		for _, c := range v.chunks {
-			if c >= pa.first && c < pa.first+pa.n {
-				if v.users > 0 {
-					return false
-				}
-				on = append(on, v)
-				break
-			}
-		}
-	}
-	for _, v := range on {
-		if e.unmapView(v) != nil {
-			return false
-		}
-	}
-	return e.releasable(pa)
-}
-
 // mapBack maps pa, whose re-cut failed with err after its arena range [addr, addr+size) was
 // unmapped, back over that range. It returns nil when pa is whole in the arena again; otherwise
-// pa's bytes are lost to the arena (loseAlloc) and the re-cut's error is returned.
-func (e *Engine) mapBack(pa *physAlloc, addr uintptr, size uint64, err error) error {
+// the views that still map pa at sites are released, pa's bytes are lost to the arena
+// (loseAlloc) and the re-cut's error is returned.
+func (e *Engine) mapBack(pa *physAlloc, addr uintptr, size uint64, err error, sites []viewSite) error {
 	if e.drv.mapRange(addr, size, pa.h, 0) == nil {
 		if e.drv.setAccess(addr, size) == nil {
 			return nil
 		}
 		if e.drv.unmap(addr, size) != nil {
+			e.dropSites(pa, sites)
 			e.loseAlloc(pa, true, false)
 			return fmt.Errorf("stitch: re-cut of a handle: %w", err)
 		}
 	}
+	e.dropSites(pa, sites)
 	e.loseAlloc(pa, false, false)
 	return fmt.Errorf("stitch: re-cut of a handle: %w", err)
+}
+
+// dropSites releases the views that still map pa whole at sites, before pa is lost to the arena.
+func (e *Engine) dropSites(pa *physAlloc, sites []viewSite) {
+	for i, s := range sites {
+		if !s.v.gone {
+			e.dropSiteView(sites, i, pa.n, func(int) []physAlloc { return []physAlloc{*pa} })
+		}
+	}
 }

@@ -155,3 +155,90 @@ func TestFollowBlocksEndChunk(t *testing.T) {
 	h.check("end")
 	h.closeAndCheckLeaks()
 }
+
+// stitchOverTwoFreed makes a view over two freed 100 MiB handles (a live 50 MiB block between
+// them) and frees its 200 MiB block: the view is cached, its block too.
+func stitchOverTwoFreed(t *testing.T, h *harness) {
+	t.Helper()
+	x, err := h.alloc(100*MiB, 0)
+	require.NoError(t, err)
+	_, err = h.alloc(50*MiB, 0)
+	require.NoError(t, err)
+	z, err := h.alloc(100*MiB, 0)
+	require.NoError(t, err)
+	require.NoError(t, h.free(x))
+	require.NoError(t, h.free(z))
+	s, err := h.alloc(200*MiB, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, h.e.Stats().StitchedBlocks, "one view over the two handles")
+	require.NoError(t, h.free(s))
+}
+
+// TestFollowBlocksRecutKeepsIdleViews: a block carved from a handle that an idle view maps re-cuts
+// the handle under the view too (an Unmap, a Map per new handle and a SetAccess there), so the view
+// survives: once the block is freed, a request of the view's size takes the view again with no
+// driver call, where releasing the view would have cost a new stitch.
+func TestFollowBlocksRecutKeepsIdleViews(t *testing.T) {
+	for _, capacity := range []uint64{1 << 30, 300 * MiB} { // roomy, and too tight for both handles at once
+		t.Run(fmt.Sprintf("capacity=%dMiB", capacity/MiB), func(t *testing.T) {
+			h := newHarness(t, []sim.Option{sim.WithCapacity(capacity)}, stitch.WithHandlesFollowBlocks())
+			stitchOverTwoFreed(t, h)
+			before := h.d.Calls()
+			b, err := h.alloc(60*MiB, 0) // flushes the cached 200 MiB block: the view is idle
+			require.NoError(t, err)
+			calls := callsSince(h.d, before)
+			require.Equal(t, map[stitch.CallKind]uint64{stitch.CallCreate: 2, stitch.CallRelease: 1, stitch.CallUnmap: 2,
+				stitch.CallMap: 4, stitch.CallSetAccess: 2}, calls, "one handle re-cut in the arena and under the view")
+			require.Equal(t, 1, h.e.Stats().StitchedBlocks, "the view is kept")
+			h.check("after the re-cut")
+			require.NoError(t, h.free(b))
+			before = h.d.Calls()
+			_, err = h.alloc(200*MiB, 0)
+			require.NoError(t, err)
+			require.Empty(t, callsSince(h.d, before), "the kept view serves the request again")
+			h.check("end")
+			h.closeAndCheckLeaks()
+		})
+	}
+}
+
+// TestFollowBlocksRecutUnderViewFaults: a re-cut under an idle view fails at each of its driver
+// calls (the first to third of a kind), alone and with a call of the rollback or of the view's
+// release failing too, with room for the new handles beside the old one and without. The
+// allocation succeeds or fails with the injected error, the engine stays consistent and accounts
+// for every driver object, and EmptyCache and Close give everything back.
+func TestFollowBlocksRecutUnderViewFaults(t *testing.T) {
+	kinds := []stitch.CallKind{stitch.CallCreate, stitch.CallUnmap, stitch.CallMap, stitch.CallSetAccess,
+		stitch.CallRelease, stitch.CallFree}
+	seconds := []stitch.CallKind{stitch.NumCallKinds, stitch.CallUnmap, stitch.CallMap, stitch.CallSetAccess,
+		stitch.CallRelease, stitch.CallFree}
+	for _, capacity := range []uint64{1 << 30, 300 * MiB} {
+		for _, kind := range kinds {
+			for _, n := range []int{1, 2, 3} {
+				for _, second := range seconds {
+					t.Run(fmt.Sprintf("capacity=%dMiB/%s#%d then %s", capacity/MiB, kind, n, second), func(t *testing.T) {
+						h := newHarness(t, []sim.Option{sim.WithCapacity(capacity)}, stitch.WithHandlesFollowBlocks())
+						stitchOverTwoFreed(t, h)
+						h.d.FailNth(kind, int(h.d.Calls()[kind])+n, nil)
+						if second != stitch.NumCallKinds {
+							h.d.FailNth(second, int(h.d.Calls()[second])+n+1, nil)
+						}
+						for i, size := range []uint64{60 * MiB, 30 * MiB, 100 * MiB} {
+							if _, err := h.alloc(size, 0); err != nil {
+								require.ErrorIs(t, err, sim.ErrInjected, "alloc %d", i)
+							}
+							h.check(fmt.Sprintf("alloc %d", i))
+							st, live := h.e.Stats(), h.d.Live()
+							require.Equal(t, live.PhysicalBytes, st.ReservedBytes, "alloc %d: physical memory the engine does not know of", i)
+							require.Equal(t, live.VirtualBytes, st.VirtualBytes, "alloc %d: virtual ranges the engine does not know of", i)
+						}
+						h.d.ClearFaults()
+						require.NoError(t, h.e.EmptyCache())
+						h.check("after EmptyCache")
+						h.closeAndCheckLeaks()
+					})
+				}
+			}
+		}
+	}
+}

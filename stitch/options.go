@@ -115,15 +115,17 @@ func WithHandleSize(bytes uint64) Option {
 // one handle size (handles.go): a growth creates the request's deficit as one handle and its
 // headroom as another, pages get one handle each, and a large block carved from (or ending a
 // stitch in) a handle that lies wholly in free memory has that handle re-created around it at the
-// chunk boundaries of its ends (idle views over it are released first). Every VMM call costs per
-// handle, so creating and stitching memory then costs per block rather than per 2 MiB; re-creating
-// a handle costs a Create per part, an Unmap, a Release (per byte: 0.57 ms per GiB on an H200), a
-// Map per part and a SetAccess. A handle that another block or a used view shares stays whole, and
-// a re-cut needs the new handles to fit beside the old one under the capacity, so close to the
-// capacity handles are shared and free bytes in their middle cannot be stitched.
-// Measured (gmlake-bench replay --min-capacity --json, marks on, on the shared, held-out, own and
-// ResNet traces; H200 cost model): see the package documentation's section on handles. Off by
-// default: it lowers the driver time of every trace but costs capacity on some.
+// chunk boundaries of its ends, in the arena and under every idle view that maps it (the views
+// keep their ranges). Every VMM call costs per handle, so creating and stitching memory then costs
+// per block rather than per 2 MiB; re-creating a handle costs a Create per part, an Unmap, a
+// Release (per byte: 0.57 ms per GiB on an H200), a Map per part and a SetAccess, and an Unmap, a
+// Map per part and a SetAccess under each idle view. A handle that another block or a used view
+// shares stays whole, so free bytes in its middle cannot be stitched.
+// Measured (gmlake-bench replay --min-capacity --json, on the shared, held-out, own and ResNet
+// traces; H200 cost model): see the package documentation's section on handles. Off by default:
+// it lowers the largest warm-up iteration's driver time on most traces and the largest steady
+// one's on the traces where the default stitches much, but raises it where the default makes
+// few calls, and without iteration marks it costs capacity.
 func WithHandlesFollowBlocks() Option {
 	return func(c *config) error { c.followBlocks = true; return nil }
 }

@@ -87,6 +87,9 @@ func (e *Engine) retryOrphans() error {
 				}
 			}
 			o.chunks, o.slots = nil, [2]uint64{}
+			if o.part {
+				continue
+			}
 		}
 		if o.h != 0 {
 			if err := e.drv.release(o.h); err != nil {
