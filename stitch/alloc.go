@@ -11,21 +11,25 @@ func (e *Engine) Alloc(size uint64, s Stream) (uintptr, error) {
 	e.iterOrd++
 	e.stepContext(size)
 	// The exact-match path: a lookup, a list pop, a flag flip.
+	var tried *freeList
 	if s == e.hotStream && size-1 < e.capacity && !e.closed {
 		r := (size + alignment - 1) &^ (alignment - 1)
-		if l := e.hotLists[r]; l != nil && l.head != nil {
-			b := e.pick(l, r)
-			if e.payShapeFlush() {
-				b = l.head
+		if l := e.hotLists[r]; l != nil {
+			if l.head != nil {
+				b := e.pick(l, r)
+				if e.payShapeFlush() {
+					b = l.head
+				}
+				if b != nil {
+					ptr := e.reuse(b, size)
+					e.mu.Unlock()
+					return ptr, nil
+				}
 			}
-			if b != nil {
-				ptr := e.reuse(b, size)
-				e.mu.Unlock()
-				return ptr, nil
-			}
+			tried = l
 		}
 	}
-	ptr, err := e.allocSlow(size, s)
+	ptr, err := e.allocSlow(size, s, tried)
 	e.mu.Unlock()
 	return ptr, err
 }
@@ -54,7 +58,10 @@ func (e *Engine) markLive(b *block, size uint64) {
 	e.liveBlocks++
 }
 
-func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
+// allocSlow serves a request the exact path did not. tried is the free list of its size that the
+// exact path looked at and found nothing to take from, if it looked (then the list's pick is not
+// made again: nothing has changed since).
+func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, error) {
 	switch {
 	case e.closed:
 		return 0, ErrClosed
@@ -87,14 +94,16 @@ func (e *Engine) allocSlow(size uint64, s Stream) (uintptr, error) {
 	var b *block
 	var out Outcome
 	var err error
-	l := e.listFor(r, s)
-	if l.head != nil {
-		b = e.pick(l, r)
-		if e.payShapeFlush() {
-			b = l.head
-		}
-		if b != nil {
-			return e.reuse(b, size), nil
+	l := tried
+	if l == nil {
+		if l = e.listFor(r, s); l.head != nil {
+			b = e.pick(l, r)
+			if e.payShapeFlush() {
+				b = l.head
+			}
+			if b != nil {
+				return e.reuse(b, size), nil
+			}
 		}
 	}
 	// The flush a new shape owes may have emptied l (dominate.go).

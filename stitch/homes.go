@@ -190,7 +190,8 @@ func (e *Engine) homeCost(h home, r, limit uint64) (cost uint64, ok bool, witnes
 // takeHome flushes the cached blocks at home h and makes it a block of r bytes. The flushed blocks'
 // bytes inside the home pass to the new block directly: only those outside it are given back to the
 // loose set, and only the loose bytes of the home are taken from it, rather than every flushed byte
-// joining the loose set to be carved out again (the loose set ends the same). A home of the arena
+// joining the loose set to be carved out again (the loose set ends the same); a home of the arena
+// that one loose range holds is carved from it without a look for blocks there. A home of the arena
 // that begins where a cached primitive block begins is that block re-cut (recarve), not a new one.
 func (e *Engine) takeHome(h home, r uint64) *block {
 	if e.cfg.followBlocks && h.v == nil {
@@ -200,6 +201,13 @@ func (e *Engine) takeHome(h home, r uint64) *block {
 		e.flushUnder(e.placeBuf)
 		e.placeBuf = e.placeBuf[:0]
 		return e.carveAt(h.off, r)
+	}
+	if h.v == nil {
+		if _, ok := e.loose.containing(h.off, h.off+r); ok {
+			// Loose bytes alone (one loose range holds the home): no block to flush.
+			e.loose.take(h.off, h.off+r)
+			return e.primitiveAt(h.off, r)
+		}
 	}
 	pieces := e.placeBuf[:0]
 	if h.v != nil {

@@ -1,6 +1,7 @@
 package stitch
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -172,6 +173,21 @@ func TestTakeHomeRecarvesCachedBlock(t *testing.T) {
 		assert.Nil(t, e.owners.ownerAt(pos+10*mib), "the rest is no block's")
 		_, loose := e.loose.containing(pos+10*mib, pos+24*mib)
 		assert.True(t, loose, "the rest is loose")
+		require.NoError(t, e.Free(b.ptr, 10*mib))
+		require.NoError(t, e.Check())
+		require.NoError(t, e.EmptyCache())
+	})
+
+	t.Run("loose", func(t *testing.T) {
+		a := cached(24 * mib)
+		pos := a.pos
+		e.flushUntil(&e.largeAge, math.MaxUint64)
+		_, loose := e.loose.containing(pos, pos+24*mib)
+		require.True(t, loose, "the flushed block's bytes are loose")
+		b := take(home{off: pos + 2*mib}, 10*mib)
+		assert.Equal(t, pos+2*mib, b.pos, "carved where the home is")
+		assert.Same(t, b, e.owners.ownerAt(pos+2*mib).b)
+		assert.Nil(t, e.owners.ownerAt(pos+12*mib), "nothing else is carved")
 		require.NoError(t, e.Free(b.ptr, 10*mib))
 		require.NoError(t, e.Check())
 		require.NoError(t, e.EmptyCache())
