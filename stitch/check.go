@@ -404,6 +404,7 @@ func (e *Engine) checkPages(c *checker) {
 // up with is queued.
 func (e *Engine) checkRoom(c *checker) {
 	e.checkFreeSet(c, "room", e.room)
+	e.checkRoomBounds(c)
 	var want []span
 	at := roomAll.start
 	e.owners.walkNodes(func(n *tnode) bool {

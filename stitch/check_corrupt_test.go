@@ -201,6 +201,19 @@ func TestCheckReportsEveryCorruption(t *testing.T) {
 			b := anyBlock(t, e, func(b *block) bool { return b.kind == primitive && b.live })
 			require.True(t, e.owners.remove(span{start: b.pos, end: b.pos + b.size}))
 		}, "owner index holds"},
+		{"room bound above its room", func(t *testing.T, e *Engine) {
+			e.syncRoom()
+			var loosened span // a room with loose bytes, whose windows may flush nothing
+			e.room.byAddr.walk(func(s span) bool {
+				if e.roomBound(s, 1<<30, nil) == 0 {
+					loosened = s
+					return false
+				}
+				return true
+			})
+			require.NotZero(t, loosened.size(), "no room holds loose bytes")
+			require.True(t, e.room.bySize.reweigh(loosened, 0))
+		}, "is bounded by"},
 		{"loose span over a block", func(t *testing.T, e *Engine) {
 			b := anyBlock(t, e, func(b *block) bool { return b.kind == primitive && b.live })
 			e.loose.add(span{start: b.pos, end: b.pos + alignment})

@@ -70,9 +70,11 @@ type Engine struct {
 	owners tree
 	// room: the offsets no live large block owns, coalesced (room.go): occupy and vacate, from
 	// syncRoom and releaseLarge. roomQueue: blocks whose liveness changed since (roomChanged
-	// appends, syncRoom empties). Check: checkRoom.
-	room      *freeSet
-	roomQueue []*block
+	// appends, syncRoom empties). roomSerial: serials when syncRoom last ran (a queued block of a
+	// later serial is new to the bounds). Check: checkRoom.
+	room       *freeSet
+	roomQueue  []*block
+	roomSerial uint64
 	// blocks: every live and cached block handed out by Alloc, by pointer (not pages): allocSlow
 	// adds, flush removes. Check: checkBlocks (pointer, size, kind; live bytes), checkPhysical.
 	blocks map[uintptr]*block
@@ -230,7 +232,7 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	e.arenaBase = base
 	e.allocs = make(map[PhysHandle]*physAlloc)
 	e.loose = e.newLoose()
-	e.room = newRoom()
+	e.room = e.newRoom()
 	e.blocks = make(map[uintptr]*block)
 	e.hotLists = make(sizeLists)
 	e.otherLists = make(map[Stream]sizeLists)

@@ -1,6 +1,9 @@
 package stitch
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // idleWindow is a place for a block of r bytes that no live block uses: bytes [off, off+r) of the
 // arena (v == nil) or of view v. The cached blocks overlapping it must be flushed to take it.
@@ -78,21 +81,12 @@ func windowCost(segs []idleSeg, start, end uint64) uint64 {
 // and keeps the rest of the cache for exact matches; and since views are searched too, a request
 // reuses a stitched range an earlier request made instead of mapping a new one.
 func (e *Engine) findIdle(r uint64) (idleWindow, bool) {
-	var best idleWindow
-	found := false
+	best, found := e.arenaIdle(r, true)
 	offer := func(w idleWindow) {
 		if !found || w.better(best) {
 			best, found = w, true
 		}
 	}
-	// The arena: owned ranges in address order, loose ranges between them.
-	t := runTracker{r: r, segs: e.segBuf[:0], found: func(start, end uint64, segs []idleSeg) {
-		for _, pos := range [2]uint64{start, end - r} {
-			offer(idleWindow{off: pos, cost: windowCost(segs, pos, pos+r), run: end - start, addr: pos})
-		}
-	}}
-	e.idleRuns(&t)
-	e.segBuf = t.segs[:0]
 
 	// Every view, in view offsets.
 	for v, seen := e.viewNewest, 0; v != nil && seen < maxViewScan; v, seen = v.older, seen+1 {
@@ -128,9 +122,37 @@ func (e *Engine) findIdle(r uint64) (idleWindow, bool) {
 	return best, found
 }
 
+// arenaIdle is the best idle window of r bytes in the arena (findIdle's search there), and whether
+// there is one. With bounded set, a room whose bound is above the cost of the best window found so
+// far is passed over: it holds no better window.
+func (e *Engine) arenaIdle(r uint64, bounded bool) (best idleWindow, found bool) {
+	// Owned ranges in address order, loose ranges between them.
+	t := runTracker{r: r, segs: e.segBuf[:0], found: func(start, end uint64, segs []idleSeg) {
+		for _, pos := range [2]uint64{start, end - r} {
+			w := idleWindow{off: pos, cost: windowCost(segs, pos, pos+r), run: end - start, addr: pos}
+			if !found || w.better(best) {
+				best, found = w, true
+			}
+		}
+	}}
+	below := noBound
+	if bounded {
+		below = func() uint64 {
+			if !found {
+				return math.MaxUint64
+			}
+			return best.cost
+		}
+	}
+	e.idleRuns(&t, below)
+	e.segBuf = t.segs[:0]
+	return best, found
+}
+
 // idleRuns feeds t the arena's idle bytes in address order: loose ranges and the ranges of idle
-// cached blocks.
-func (e *Engine) idleRuns(t *runTracker) {
+// cached blocks. With one stream it feeds only the rooms whose bound is at most below() (see
+// roomAtLeast).
+func (e *Engine) idleRuns(t *runTracker, below func() uint64) {
 	if e.multiStream {
 		// Whether a cached block is idle then depends on its stream's events, which the
 		// question itself polls: walk every block, in address order.
@@ -140,7 +162,7 @@ func (e *Engine) idleRuns(t *runTracker) {
 	// With one stream every cached block is idle, and an idle run lies in a room span (room.go):
 	// only the room spans of at least t.r bytes can hold a run t reports.
 	e.syncRoom()
-	e.roomAtLeast(t.r, func(s span) { e.idleRunsIn(t, s) })
+	e.roomAtLeast(t.r, below, func(s span) { e.idleRunsIn(t, s) })
 }
 
 // idleRunsIn feeds t the idle bytes of arena range in in address order, then closes t's run.

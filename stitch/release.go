@@ -184,7 +184,7 @@ func (e *Engine) Close() error {
 	e.closed = true
 	e.arenaSize = 0
 	e.blocks, e.pages, e.views, e.allocs, e.slots = nil, nil, nil, nil, nil
-	e.loose, e.smallFree, e.owners, e.room, e.roomQueue = e.newLoose(), newFreeSet(), tree{}, newRoom(), nil
+	e.loose, e.smallFree, e.owners, e.room, e.roomQueue = e.newLoose(), newFreeSet(), tree{}, e.newRoom(), nil
 	e.largeAge, e.smallAge = ageList{}, ageList{}
 	e.hotLists, e.otherLists = nil, nil
 	e.viewOldest, e.viewNewest, e.viewBytes = nil, nil, 0

@@ -1,6 +1,10 @@
 package stitch
 
-import "math"
+import (
+	"math"
+
+	"github.com/gmlake/gmlake/internal/treap"
+)
 
 // The room index: the arena ranges no live large block owns, coalesced, by address and by size.
 // An idle run (loose bytes and idle cached blocks, see idle.go) never crosses a live block, so it
@@ -14,14 +18,71 @@ import "math"
 // and neither does a miss served elsewhere (a memo's place, a home): in the steady iterations of a
 // training loop most blocks queued between two searches are back where the index has them. A
 // block leaving the arena (releaseLarge) gives its ranges back at once.
+//
+// Each room span carries a bound in the size index (its treap weight, MaxUint64 minus the bound, so
+// that a subtree's largest weight is its smallest bound): no idle window in the room flushes fewer
+// cached bytes. It is 0 when the room holds loose bytes, else the smallest cached block there (a
+// window covers a piece of some cached block, which it flushes whole; every block there counts, a
+// live one the index has yet to take out too), and 0 as well past roomBoundBlocks blocks, so that
+// working it out costs O(log n). It is worked out when the span joins the size index, with the
+// blocks and loose ranges as they are then. Later, only new loose bytes (roomLoosened sets it to
+// 0) and new blocks can lower it: flushing a cached block turns its bytes loose, and a block made
+// since the last syncRoom (over a flushed block's bytes, say, which never turned loose) that is
+// cached when syncRoom sees it lowers its rooms' bounds to its size (roomCached). A block already
+// counted stays counted while it lives, cached or live. A bound too low is still a bound. findIdle passes over every room whose bound is above the cost of
+// the best window it has found: the subtrees of such rooms are skipped whole, so the split of a
+// cached hole looks at the few rooms that can be cheaper, however many holes there are. Check
+// verifies every bound against a walk of its room.
 
 // roomAll is the whole offset space the room index starts as: every offset, no block live.
 var roomAll = span{start: 0, end: math.MaxUint64}
 
-func newRoom() *freeSet {
+// newRoom makes the room index of an empty arena: one room, roomAll, bounded by 0.
+func (e *Engine) newRoom() *freeSet {
 	f := newFreeSet()
 	f.add(roomAll)
+	f.bySize.reweigh(roomAll, math.MaxUint64)
+	f.bySize.weigh = e.roomWeight
 	return f
+}
+
+// roomWeight is room span s's weight in the size index: MaxUint64 minus its bound.
+func (e *Engine) roomWeight(s span) uint64 {
+	return math.MaxUint64 - e.roomBound(s, roomBoundBlocks, nil)
+}
+
+// roomBound is a lower bound on the cached bytes that an idle window in room span s flushes: 0
+// when s holds loose bytes or more than limit blocks, else the size of the smallest block there,
+// and MaxUint64 when s holds neither loose bytes nor blocks (it has no window). Blocks skip
+// reports (if set) are left out.
+func (e *Engine) roomBound(s span, limit int, skip func(*block) bool) uint64 {
+	loose := false
+	e.loose.byAddr.overlapping(s.start, s.end, func(*tnode) bool { loose = true; return false })
+	if loose {
+		return 0
+	}
+	bound := uint64(math.MaxUint64)
+	seen := 0
+	e.owners.overlapping(s.start, s.end, func(n *tnode) bool {
+		if seen++; seen > limit {
+			bound = 0
+			return false
+		}
+		if skip == nil || !skip(n.b) {
+			bound = min(bound, n.b.size)
+		}
+		return true
+	})
+	return bound
+}
+
+// roomLoosened lowers to 0 the bound of every room span that loose range s, just added to the
+// loose set, overlaps.
+func (e *Engine) roomLoosened(s span) {
+	e.room.byAddr.overlapping(s.start, s.end, func(n *tnode) bool {
+		e.room.bySize.reweigh(n.s, math.MaxUint64)
+		return true
+	})
 }
 
 // roomChanged queues large block b, whose liveness is changing, for syncRoom.
@@ -47,8 +108,27 @@ func (e *Engine) syncRoom() {
 		}
 		b.roomLive = b.live
 	}
+	for _, b := range e.roomQueue {
+		if !b.live && b.serial > e.roomSerial && b.size > 0 { // new since the last sync, cached, not recycled
+			e.roomCached(b)
+		}
+	}
 	clear(e.roomQueue)
 	e.roomQueue = e.roomQueue[:0]
+	e.roomSerial = e.serials
+}
+
+// roomCached lowers the bound of every room span holding bytes of cached block b to b's size.
+func (e *Engine) roomCached(b *block) {
+	w := math.MaxUint64 - b.size
+	e.eachArenaRange(b, func(p span) {
+		e.room.byAddr.overlapping(p.start, p.end, func(n *tnode) bool {
+			if old, _ := e.room.bySize.weight(n.s); old < w {
+				e.room.bySize.reweigh(n.s, w)
+			}
+			return true
+		})
+	})
 }
 
 // occupy takes the arena ranges of large block b, going live, out of the room index.
@@ -75,13 +155,31 @@ func (e *Engine) eachArenaRange(b *block, fn func(span)) {
 	}
 }
 
-// roomAtLeast calls fn on the room spans of at least r bytes, smallest first (equal sizes lowest
-// address first), at most maxRoomScan of them.
-func (e *Engine) roomAtLeast(r uint64, fn func(span)) {
+// roomAtLeast calls fn on the room spans of at least r bytes whose bound is at most below(),
+// smallest first (equal sizes lowest address first), at most maxRoomScan of them. below may fall
+// (never rise) as fn goes; the rooms whose bound is above it are passed over, uncounted.
+func (e *Engine) roomAtLeast(r uint64, below func() uint64, fn func(span)) {
 	seen := 0
-	e.room.bySize.ascend(span{start: 0, end: r}, func(n *tnode) bool {
+	atLeast := func() uint64 { return math.MaxUint64 - below() }
+	e.room.bySize.ascendHeavy(span{start: 0, end: r}, atLeast, func(n *tnode) bool {
 		fn(n.s)
 		seen++
 		return seen < maxRoomScan
+	})
+}
+
+// noBound is a bound for roomAtLeast that passes over no room.
+func noBound() uint64 { return math.MaxUint64 }
+
+// checkRoomBounds reports every room span whose bound is above what a walk of its room gives,
+// leaving out the blocks the next syncRoom is to count (roomCached).
+func (e *Engine) checkRoomBounds(c *checker) {
+	pending := func(b *block) bool { return b.roomQueue && b.serial > e.roomSerial }
+	e.room.bySize.t.Ascend(func(n *treap.Node[tnode]) bool {
+		s := n.Value.s
+		if got, want := math.MaxUint64-n.Weight(), e.roomBound(s, math.MaxInt, pending); got > want {
+			c.fail("room index: %+v is bounded by %d cached bytes, but a window there may flush %d", s, got, want)
+		}
+		return true
 	})
 }

@@ -55,8 +55,12 @@ func (e *Engine) candidateOf(s span) (candidate, bool) {
 	return candidate{s: s, head: lo - s.start, mid: hi - lo, tail: s.end - hi}, true
 }
 
-// looseChanged counts loose span s in the stitch index (added) or takes it out.
+// looseChanged counts loose span s in the stitch index (added) or takes it out; a span added
+// lowers the bound of the rooms it lies in (roomLoosened).
 func (e *Engine) looseChanged(s span, added bool) {
+	if added {
+		e.roomLoosened(s)
+	}
 	x := &e.stitchable
 	if x.stale {
 		return

@@ -31,6 +31,9 @@ type tree struct {
 	// the stitch index this way (stitchable.go), since a free set changes its address index in
 	// place but its size index only by insert and remove.
 	watch func(s span, added bool)
+	// weigh, if set, gives each span inserted its weight (treap weights: the room index's bounds,
+	// room.go); spans are weighted 0 without it.
+	weigh func(s span) uint64
 }
 
 // key is s's place in the tree's order.
@@ -48,7 +51,11 @@ func (t *tree) insert(s span) { t.insertWith(s, nil) }
 
 func (t *tree) insertWith(s span, b *block) {
 	hi, lo := t.key(s)
-	t.t.Insert(hi, lo, 0, tnode{s: s, b: b})
+	var w uint64
+	if t.weigh != nil {
+		w = t.weigh(s)
+	}
+	t.t.Insert(hi, lo, w, tnode{s: s, b: b})
 	if t.watch != nil {
 		t.watch(s, true)
 	}
@@ -131,6 +138,30 @@ func (t *tree) ownerAt(pos uint64) *tnode {
 func (t *tree) ascend(key span, fn func(*tnode) bool) {
 	hi, lo := t.key(key)
 	t.t.AscendRange(hi, lo, ^uint64(0), ^uint64(0), func(n *treap.Node[tnode]) bool { return fn(&n.Value) })
+}
+
+// ascendHeavy is ascend over only the nodes whose weight is at least atLeast(), which fn may raise
+// (never lower) as it goes; subtrees whose weights are all below it are passed over unseen.
+func (t *tree) ascendHeavy(key span, atLeast func() uint64, fn func(*tnode) bool) {
+	hi, lo := t.key(key)
+	t.t.AscendHeavy(hi, lo, atLeast, func(n *treap.Node[tnode]) bool { return fn(&n.Value) })
+}
+
+// reweigh sets the weight of the span ordered equal to s; it reports whether there was one.
+func (t *tree) reweigh(s span, w uint64) bool {
+	hi, lo := t.key(s)
+	return t.t.Reweigh(hi, lo, w)
+}
+
+// weight returns the weight of the span ordered equal to s, and whether there is one.
+func (t *tree) weight(s span) (uint64, bool) {
+	hi, lo := t.key(s)
+	if n := t.t.Ceil(hi, lo); n != nil {
+		if h, l := n.Key(); h == hi && l == lo {
+			return n.Weight(), true
+		}
+	}
+	return 0, false
 }
 
 // max returns the last span in order.

@@ -59,13 +59,18 @@ const (
 	// it changes no placement.
 	roomQueueBound = 1024
 	// maxRoomScan bounds the room spans findIdle looks through: the smallest that hold the
-	// request, so that a miss costs O(maxRoomScan · log n) however many holes n live blocks leave
-	// (BenchmarkMissLiveBlocks, split). The window it takes is the best of those rooms'
-	// (idleWindow.better); a larger room beyond them is passed over even where a window there
-	// would flush fewer cached bytes. At 256 no replay of results/bench passes it (the same
-	// places as a search of every room); at 64 and 128 it binds in the unmarked replays of
-	// T5, Llama-1B, GPT-2-XL and OPT-1.3B and moves their minimum capacity (by up to 0.06%).
+	// request, of those whose bound (room.go) leaves them a chance against the best window found,
+	// so that a miss costs O(maxRoomScan · log n) however many holes n live blocks leave. The
+	// window it takes is the best of those rooms' (idleWindow.better); a larger room beyond them
+	// is passed over even where a window there would flush fewer cached bytes. At 256 no replay
+	// of results/bench passes it (the same places as a search of every room); at 64 and 128
+	// (counting the rooms the bounds pass over too) it bound in the unmarked replays of T5,
+	// Llama-1B, GPT-2-XL and OPT-1.3B and moved their minimum capacity (by up to 0.06%).
 	maxRoomScan = 256
+	// roomBoundBlocks: a room's bound (room.go) looks at this many blocks in the room at most; a
+	// room holding more is bounded by 0, and findIdle looks into it. A bound on CPU, not a
+	// policy: bounds only pass over rooms that cannot hold a better window.
+	roomBoundBlocks = 8
 )
 
 // The small pool's flush heap (free.go).

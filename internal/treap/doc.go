@@ -8,7 +8,9 @@
 //
 // Each node also carries a weight, and every subtree knows its largest weight, so "the first node
 // in key order whose weight is at least w" takes O(log n): a first-fit search by address for a
-// block of a size. Trees that do not search by weight leave it 0.
+// block of a size; and a walk in key order can pass over every subtree whose weights are all below
+// a bound (AscendHeavy): the stitching engine's rooms, weighted by how cheap a place in them can be,
+// searched best fit first for the cheapest. Trees that do not search by weight leave it 0.
 //
 // Priorities come from a fixed-seed generator, so every run builds the same shapes. Removed nodes
 // are kept for reuse, so steady churn allocates nothing.

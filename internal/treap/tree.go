@@ -163,3 +163,54 @@ func (t *Tree[V]) ascendRange(fromHi, fromLo, toHi, toLo uint64, previous bool, 
 	}
 	return true
 }
+
+// Reweigh gives the node of key (hi, lo) weight w in place and reports whether there was one: one
+// descent, the subtree weights fixed on the way back up.
+func (t *Tree[V]) Reweigh(hi, lo, w uint64) bool {
+	return reweigh(t.root, hi, lo, w)
+}
+
+func reweigh[V any](n *Node[V], hi, lo, w uint64) bool {
+	if n == nil {
+		return false
+	}
+	var found bool
+	switch {
+	case less(hi, lo, n.hi, n.lo):
+		found = reweigh(n.left, hi, lo, w)
+	case less(n.hi, n.lo, hi, lo):
+		found = reweigh(n.right, hi, lo, w)
+	default:
+		n.weight, found = w, true
+	}
+	if found {
+		n.fix()
+	}
+	return found
+}
+
+// AscendHeavy calls fn, in key order from (fromHi, fromLo), on every node whose weight is at least
+// atLeast(), until fn returns false; it reports whether fn never did. atLeast is asked again before
+// each subtree and node, so fn may raise it as it goes (it must never lower it): a subtree whose
+// largest weight is below it is passed over without a look. fn must not insert, delete or reweigh. O(log n) a node visited
+// when the nodes passed over lie in a few subtrees.
+func (t *Tree[V]) AscendHeavy(fromHi, fromLo uint64, atLeast func() uint64, fn func(*Node[V]) bool) bool {
+	return ascendHeavy(t.root, fromHi, fromLo, atLeast, fn)
+}
+
+func ascendHeavy[V any](n *Node[V], fromHi, fromLo uint64, atLeast func() uint64, fn func(*Node[V]) bool) bool {
+	for n != nil && n.maxWeight >= atLeast() {
+		if less(n.hi, n.lo, fromHi, fromLo) {
+			n = n.right // n and its left subtree come before the start
+			continue
+		}
+		if !ascendHeavy(n.left, fromHi, fromLo, atLeast, fn) {
+			return false
+		}
+		if n.weight >= atLeast() && !fn(n) {
+			return false
+		}
+		n = n.right
+	}
+	return true
+}

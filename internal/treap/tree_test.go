@@ -206,3 +206,55 @@ func TestRekeyBetweenNeighbours(t *testing.T) {
 	assert.Equal(t, 49, tr.Len())
 	require.NoError(t, checkTree(&tr))
 }
+
+// AscendHeavy against a filtered walk of a sorted slice, with a bound that rises as nodes are
+// visited, and Reweigh keeping the subtree weights; the seed is in the messages.
+func TestAscendHeavyAndReweigh(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		var tr Tree[int]
+		var ref []entry
+		for range 300 {
+			e := entry{hi: rng.Uint64N(64), lo: rng.Uint64N(64), w: rng.Uint64N(1000)}
+			if i, found := slices.BinarySearchFunc(ref, e, compareEntry); !found {
+				ref = slices.Insert(ref, i, e)
+				tr.Insert(e.hi, e.lo, e.w, 0)
+			}
+		}
+		for i := range ref {
+			if rng.IntN(3) == 0 {
+				ref[i].w = rng.Uint64N(1000)
+				require.True(t, tr.Reweigh(ref[i].hi, ref[i].lo, ref[i].w), "seed %d", seed)
+			}
+		}
+		require.False(t, tr.Reweigh(64, 0, 1), "seed %d: a key not in the tree", seed)
+		require.NoError(t, checkTree(&tr), "seed %d", seed)
+		for range 50 {
+			from := entry{hi: rng.Uint64N(64), lo: rng.Uint64N(64)}
+			step, stop := rng.Uint64N(200), rng.IntN(len(ref)+1)
+			var want []entry
+			bound := uint64(0)
+			for _, e := range ref {
+				if compareEntry(e, from) < 0 || e.w < bound {
+					continue
+				}
+				if len(want) == stop {
+					break
+				}
+				want = append(want, e)
+				bound = max(bound, e.w/2+step) // never lowered
+			}
+			var got []entry
+			bound = 0
+			tr.AscendHeavy(from.hi, from.lo, func() uint64 { return bound }, func(n *Node[int]) bool {
+				if len(got) == stop {
+					return false
+				}
+				got = append(got, entry{hi: n.hi, lo: n.lo, w: n.weight})
+				bound = max(bound, n.weight/2+step)
+				return true
+			})
+			require.Equal(t, want, got, "seed %d, from %v", seed, from)
+		}
+	}
+}
