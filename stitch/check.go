@@ -518,11 +518,11 @@ func (e *Engine) checkMemos(c *checker) {
 }
 
 // checkStitchable verifies the stitch index (stitchable.go) against a walk over the loose ranges:
-// every candidate's head and tail indexed, nothing else, and the sum of their middles; or, dropped
-// until its next read, that it holds nothing.
+// every candidate's head and tail indexed, nothing else, the sum of their middles and the
+// candidates with whole handles; or, dropped until its next read, that it holds nothing.
 func (e *Engine) checkStitchable(c *checker) {
 	if x := &e.stitchable; x.stale {
-		if x.mids != 0 || x.heads.len() != 0 || x.tails.len() != 0 {
+		if x.mids != 0 || x.heads.len() != 0 || x.tails.len() != 0 || x.wholes.len() != 0 {
 			c.fail("stitch index: dropped, but holding %d heads, %d tails and %d whole-handle bytes", x.heads.len(), x.tails.len(), x.mids)
 		}
 		return
@@ -533,6 +533,9 @@ func (e *Engine) checkStitchable(c *checker) {
 			want.mids += cd.mid
 			want.heads.insert(span{start: s.start, end: s.start + cd.head})
 			want.tails.insert(span{start: s.start, end: s.start + cd.tail})
+			if cd.mid > 0 {
+				want.wholes.insert(s)
+			}
 		}
 		return true
 	})
@@ -543,7 +546,7 @@ func (e *Engine) checkStitchable(c *checker) {
 	for _, t := range []struct {
 		name      string
 		got, want *tree
-	}{{"heads", &x.heads, &want.heads}, {"tails", &x.tails, &want.tails}} {
+	}{{"heads", &x.heads, &want.heads}, {"tails", &x.tails, &want.tails}, {"ranges with whole handles", &x.wholes, &want.wholes}} {
 		var got, exp []span
 		t.got.walk(func(s span) bool { got = append(got, s); return true })
 		t.want.walk(func(s span) bool { exp = append(exp, s); return true })

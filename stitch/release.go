@@ -30,7 +30,7 @@ func (e *Engine) emptyCache() error {
 	if err := e.releaseIdleViews(); err != nil {
 		errs = append(errs, err)
 	}
-	for _, pa := range e.sortedAllocs() {
+	for _, pa := range e.releaseCandidates() {
 		if e.releasable(pa) {
 			if err := e.releaseAlloc(pa); err != nil {
 				errs = append(errs, err)

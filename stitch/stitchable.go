@@ -25,12 +25,17 @@ import "math"
 // that while it is not read. The sets it holds, and so every plan and reach, are the same either
 // way. Measured on the training-loop steps of the H200 ResNet traces (results/bench/STEADY-CPU.md):
 // the index's upkeep was about a fifth of the engine's instructions per alloc+free pair there.
+//
+// The candidates holding whole handles are kept by address too (wholes): a handle that could be
+// released lies whole in one of them, so EmptyCache looks through them (releaseCandidates) rather
+// than through every handle.
 type stitchable struct {
-	mids  uint64 // whole-handle bytes of every candidate
-	heads tree   // one span per candidate: {start, start+head}, by (head, start)
-	tails tree   // likewise {start, start+tail}, by (tail, start)
-	lag   int    // changes counted since the index was last read (stitchIndex)
-	stale bool   // dropped: mids, heads and tails are empty until stitchIndex rebuilds them
+	mids   uint64 // whole-handle bytes of every candidate
+	heads  tree   // one span per candidate: {start, start+head}, by (head, start)
+	tails  tree   // likewise {start, start+tail}, by (tail, start)
+	wholes tree   // the candidates with whole handles (mid > 0), by address
+	lag    int    // changes counted since the index was last read (stitchIndex)
+	stale  bool   // dropped: mids, heads, tails and wholes are empty until stitchIndex rebuilds them
 }
 
 func newStitchable() stitchable {
@@ -79,7 +84,7 @@ func (e *Engine) looseChanged(s span, added bool) {
 		return
 	}
 	x.mids -= c.mid
-	if !x.heads.remove(c.headSpan()) || !x.tails.remove(c.tailSpan()) {
+	if !x.heads.remove(c.headSpan()) || !x.tails.remove(c.tailSpan()) || c.mid > 0 && !x.wholes.remove(c.s) {
 		panic("stitch: a loose range leaves the stitch index as another candidate than it joined")
 	}
 }
@@ -89,6 +94,25 @@ func (x *stitchable) add(c candidate) {
 	x.mids += c.mid
 	x.heads.insert(c.headSpan())
 	x.tails.insert(c.tailSpan())
+	if c.mid > 0 {
+		x.wholes.insert(c.s)
+	}
+}
+
+// releaseCandidates lists, in address order, the handles that lie whole in loose ranges: those
+// EmptyCache may release (releasable), found in O(k log n) for k of them.
+func (e *Engine) releaseCandidates() []*physAlloc {
+	var pas []*physAlloc
+	e.stitchIndex().wholes.walk(func(s span) bool {
+		lo, hi := e.wholeHandles(s)
+		for at := lo; at < hi; {
+			pa := e.allocs[e.slots[at/e.g].h]
+			pas = append(pas, pa)
+			at = (pa.first + pa.n) * e.g
+		}
+		return true
+	})
+	return pas
 }
 
 // headSpan and tailSpan are c's entries in the stitch index: spans from its start as long as its head,

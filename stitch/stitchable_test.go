@@ -22,7 +22,8 @@ func walkedStitchPlan(e *Engine, r uint64) ([]span, uint64) {
 // leave holes, with handles of a fixed size and with handles that follow the blocks, that the
 // stitch index stays what Check expects, that it tells what a plan over
 // every loose range reaches, and that stitchPlan, which walks the loose ranges only until they
-// reach the request, makes the plan a walk over all of them makes.
+// reach the request, makes the plan a walk over all of them makes; and that EmptyCache, which
+// looks for handles to release only in the loose ranges that hold whole ones, leaves none.
 func TestStitchIndex(t *testing.T) {
 	t.Run("8MiB-handles", func(t *testing.T) { testStitchIndex(t, WithHandleSize(8<<20)) })
 	// Handles re-cut under new blocks (handles.go) change inside loose ranges only.
@@ -47,6 +48,9 @@ func testStitchIndex(t *testing.T, handles Option) {
 			require.NoError(t, e.EmptyCache())
 			if e.Stats().DriverCalls.Of(CallRelease) > before.Of(CallRelease) {
 				released++
+			}
+			for _, pa := range e.allocs { // EmptyCache looked only where the index said
+				require.False(t, e.releasable(pa), "step %d: a handle at chunk %d left to release", step, pa.first)
 			}
 		case n < 47 && len(live) > 0:
 			i := rng.IntN(len(live))
