@@ -109,10 +109,10 @@ func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, err
 	// The flush a new shape owes may have emptied l (dominate.go).
 	if l.head != nil {
 		// The memo this iteration follows put this request where no cached block of its size is.
-		h, ok := e.findMemo(r)
-		e.payShapeFlush()
+		h, under, ok := e.findMemo(r)
+		known := !e.payShapeFlush() // a flush changed what lies at the place
 		if ok {
-			if b, out = e.takeHome(h, r), OutcomeSplit; b != nil { // nil: a driver error lost the place
+			if b, out = e.takeHomeOver(h, r, under, known), OutcomeSplit; b != nil { // nil: a driver error lost the place
 				e.rememberHome(b)
 				e.recordPlace(b, false)
 			}

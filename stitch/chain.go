@@ -24,6 +24,10 @@ type proposal struct {
 	at     home
 	pieces []span
 	out    Outcome
+	// under: the cached blocks at the home, when the source found them (known): the memo's
+	// place, whose lookup walks them (placeUnder)
+	under []*block
+	known bool
 }
 
 // chainStep is one step of the chain: room, if set, makes room first and reports whether the
@@ -88,12 +92,12 @@ func (e *Engine) take(p proposal, r uint64) (*block, error) {
 		e.flushUnder(p.pieces)
 		return e.stitch(p.pieces, r)
 	}
-	return e.takeHome(p.at, r), nil
+	return e.takeHomeOver(p.at, r, p.under, p.known), nil
 }
 
 func (e *Engine) proposeMemo(r uint64) (proposal, bool) {
-	h, ok := e.findMemo(r)
-	return proposal{at: h, out: OutcomeSplit}, ok
+	h, under, ok := e.findMemo(r)
+	return proposal{at: h, out: OutcomeSplit, under: under, known: ok}, ok
 }
 
 func (e *Engine) proposeHome(r uint64) (proposal, bool) {

@@ -35,22 +35,60 @@ func (h *homeEntry) passOver(best uint64) bool {
 
 // homeList is the remembered homes of one size in order of use, least recently used first. A home
 // used again moves to the end, and its old entry is left dead rather than the entries after it
-// shifted; index finds a home's live entry, so that remembering one is a map lookup, not a walk
-// of up to maxHomes entries. Dead entries are dropped when they outnumber the live ones.
+// shifted; the index finds a home's live entry, so that remembering one is a map lookup, not a
+// walk of up to maxHomes entries. Dead entries are dropped when they outnumber the live ones.
 type homeList struct {
 	entries []homeEntry
-	index   map[home]int // the live entry of each home
-	live    int          // entries not dead
+	// the live entry of each home: of the arena by its offset (a map of integer keys, cheaper to
+	// hash than a home), of a view by the home (find, set, unset)
+	inArena map[uint64]int
+	inViews map[home]int
+	live    int // entries not dead
 	first   int          // no live entry before it
 	// pruned: Engine.viewsReleased when the homes in released views were last dropped; while it
 	// is still the count, no live entry lies in a released view.
 	pruned uint64
 }
 
+func newHomeList(pruned uint64) *homeList {
+	return &homeList{inArena: make(map[uint64]int), inViews: make(map[home]int), pruned: pruned}
+}
+
+// find returns the index of home h's live entry.
+func (l *homeList) find(h home) (int, bool) {
+	if h.v == nil {
+		i, ok := l.inArena[h.off]
+		return i, ok
+	}
+	i, ok := l.inViews[h]
+	return i, ok
+}
+
+// set makes entry i home h's live entry.
+func (l *homeList) set(h home, i int) {
+	if h.v == nil {
+		l.inArena[h.off] = i
+	} else {
+		l.inViews[h] = i
+	}
+}
+
+// unset forgets home h's live entry.
+func (l *homeList) unset(h home) {
+	if h.v == nil {
+		delete(l.inArena, h.off)
+	} else {
+		delete(l.inViews, h)
+	}
+}
+
+// indexed is the number of homes the index holds.
+func (l *homeList) indexed() int { return len(l.inArena) + len(l.inViews) }
+
 // kill makes entry i dead.
 func (l *homeList) kill(i int) {
 	l.entries[i].dead = true
-	delete(l.index, l.entries[i].at)
+	l.unset(l.entries[i].at)
 	l.live--
 }
 
@@ -62,7 +100,7 @@ func (l *homeList) compact() {
 	kept := l.entries[:0]
 	for _, h := range l.entries {
 		if !h.dead {
-			l.index[h.at] = len(kept)
+			l.set(h.at, len(kept))
 			kept = append(kept, h)
 		}
 	}
@@ -76,10 +114,10 @@ func (e *Engine) rememberHome(b *block) {
 	h := homeEntry{at: b.place(), witness: b, serial: b.serial} // b is there, or about to go live there
 	l := e.homes[b.size]
 	if l == nil {
-		l = &homeList{index: make(map[home]int), pruned: e.viewsReleased}
+		l = newHomeList(e.viewsReleased)
 		e.homes[b.size] = l
 	}
-	if i, ok := l.index[h.at]; ok {
+	if i, ok := l.find(h.at); ok {
 		if i == len(l.entries)-1 {
 			l.entries[i] = h // the most recently used already: only its witness is new
 			return
@@ -93,7 +131,7 @@ func (e *Engine) rememberHome(b *block) {
 		}
 		l.kill(l.first) // the least recently used goes
 	}
-	l.index[h.at] = len(l.entries)
+	l.set(h.at, len(l.entries))
 	l.entries = append(l.entries, h)
 	l.live++
 	l.compact()
@@ -131,7 +169,7 @@ func (e *Engine) findHomeBut(r uint64, skip func(home) bool) (home, bool) {
 		if h.dead || h.passOver(bestCost) || skip != nil && skip(h.at) {
 			continue
 		}
-		cost, ok, witness := e.homeCost(h.at, r, bestCost)
+		cost, ok, witness := e.homeCost(h.at, r, bestCost, nil)
 		if witness != nil {
 			h.witness, h.serial = witness, witness.serial
 		}
@@ -144,8 +182,9 @@ func (e *Engine) findHomeBut(r uint64, skip func(home) bool) (home, bool) {
 
 // homeCost reports whether no live block uses home h (r bytes), every byte there exists and the
 // cached blocks there hold fewer than limit bytes, and how many they hold; witness is the live
-// block it found there, else the largest cached block it looked at, or nil.
-func (e *Engine) homeCost(h home, r, limit uint64) (cost uint64, ok bool, witness *block) {
+// block it found there, else the largest cached block it looked at, or nil. With under set, the
+// cached blocks it looked at are appended to it, each once (while ok, every block at the home).
+func (e *Engine) homeCost(h home, r, limit uint64, under *[]*block) (cost uint64, ok bool, witness *block) {
 	ok = true
 	check := func(p span) bool {
 		at := p.start
@@ -165,6 +204,9 @@ func (e *Engine) homeCost(h home, r, limit uint64) (cost uint64, ok bool, witnes
 			}
 			if witness == nil || n.b.size > witness.size {
 				witness = n.b
+			}
+			if under != nil && !slices.Contains(*under, n.b) {
+				*under = append(*under, n.b)
 			}
 			cost += n.b.size
 			if cost >= limit {
@@ -193,7 +235,12 @@ func (e *Engine) homeCost(h home, r, limit uint64) (cost uint64, ok bool, witnes
 // joining the loose set to be carved out again (the loose set ends the same); a home of the arena
 // that one loose range holds is carved from it without a look for blocks there. A home of the arena
 // that begins where a cached primitive block begins is that block re-cut (recarve), not a new one.
-func (e *Engine) takeHome(h home, r uint64) *block {
+func (e *Engine) takeHome(h home, r uint64) *block { return e.takeHomeOver(h, r, nil, false) }
+
+// takeHomeOver is takeHome told, when known is set, the cached blocks at the home (under, held in
+// Engine.flushBuf, as placeUnder found them): the walk of the owner index for them is not made
+// again.
+func (e *Engine) takeHomeOver(h home, r uint64, under []*block, known bool) *block {
 	if e.cfg.followBlocks && h.v == nil {
 		// Handles follow the blocks: the home's bytes are made loose first, so that carveAt can
 		// re-cut the handles around them to the block (fitHandles). nil if that lost them.
@@ -203,7 +250,11 @@ func (e *Engine) takeHome(h home, r uint64) *block {
 		return e.carveAt(h.off, r)
 	}
 	if h.v == nil {
-		if _, ok := e.loose.containing(h.off, h.off+r); ok {
+		whole := known && len(under) == 0 // no block at the home: loose bytes alone, one range (homeCost)
+		if !known {
+			_, whole = e.loose.containing(h.off, h.off+r)
+		}
+		if whole {
 			// Loose bytes alone (one loose range holds the home): no block to flush.
 			e.loose.take(h.off, h.off+r)
 			return e.primitiveAt(h.off, r)
@@ -216,7 +267,10 @@ func (e *Engine) takeHome(h home, r uint64) *block {
 		pieces = append(pieces, span{start: h.off, end: h.off + r})
 	}
 	slices.SortFunc(pieces, func(a, b span) int { return cmp.Compare(a.start, b.start) })
-	flush := e.blocksUnder(pieces)
+	flush := under
+	if !known {
+		flush = e.blocksUnder(pieces)
+	}
 	var cut *block // the cached block re-cut into the new one
 	if h.v == nil && len(flush) > 0 && flush[0].kind == primitive && flush[0].pos == h.off {
 		cut = flush[0]

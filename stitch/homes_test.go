@@ -22,7 +22,7 @@ func (e *Engine) findHomeByWalk(r uint64) (home, bool) {
 	}
 	for i := len(hs) - 1; i >= 0 && bestCost > 0; i-- {
 		if h := hs[i].at; !hs[i].dead && (h.v == nil || !h.v.gone) {
-			if cost, ok, _ := e.homeCost(h, r, bestCost); ok && cost < bestCost {
+			if cost, ok, _ := e.homeCost(h, r, bestCost, nil); ok && cost < bestCost {
 				best, bestCost, found = h, cost, true
 			}
 		}
@@ -71,7 +71,7 @@ func TestFindHomeByWitnesses(t *testing.T) {
 					continue
 				}
 				skipped++
-				cost, ok, _ := e.homeCost(h.at, r, ^uint64(0))
+				cost, ok, _ := e.homeCost(h.at, r, ^uint64(0), nil)
 				if h.witness.live {
 					require.False(t, ok, "step %d: a home of %d bytes passed over for a live witness is free", step, r)
 				} else if ok {
@@ -123,11 +123,13 @@ func TestHomeListOrder(t *testing.T) {
 				continue
 			}
 			require.GreaterOrEqual(t, i, l.first, "step %d: a live entry before first", step)
-			require.Equal(t, i, l.index[x.at], "step %d: index of %v", step, x.at)
+			j, ok := l.find(x.at)
+			require.True(t, ok, "step %d: %v not indexed", step, x.at)
+			require.Equal(t, i, j, "step %d: index of %v", step, x.at)
 			got = append(got, x.at)
 		}
 		require.Equal(t, want, got, "step %d", step)
-		require.Len(t, l.index, len(want))
+		require.Equal(t, len(want), l.indexed())
 		require.Equal(t, len(want), l.live)
 		require.LessOrEqual(t, len(l.entries), 2*l.live+17, "step %d: dead entries pile up", step)
 	}
@@ -215,4 +217,97 @@ func TestTakeHomeRecarvesCachedBlock(t *testing.T) {
 		require.NoError(t, e.Free(b.ptr, 12*mib))
 		require.NoError(t, e.Check())
 	})
+}
+
+// TestPlaceUnderHandsTakeTheBlocks: the memo's place, when free, comes with the cached blocks
+// lying there (placeUnder), each once, and a take told them (takeHomeOver) makes what a take that
+// looks for them makes; a live block there makes the place not free.
+func TestPlaceUnderHandsTakeTheBlocks(t *testing.T) {
+	const mib = 1 << 20
+	e, err := New(&nullDriver{}, WithCapacity(256*mib))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	p1, err := e.Alloc(8*mib, 0)
+	require.NoError(t, err)
+	p2, err := e.Alloc(8*mib, 0)
+	require.NoError(t, err)
+	a1, a2 := e.blocks[p1], e.blocks[p2]
+	if a2.pos < a1.pos {
+		a1, a2, p1, p2 = a2, a1, p2, p1
+	}
+	require.Equal(t, a1.pos+8*mib, a2.pos, "two adjacent blocks")
+	h := home{off: a1.pos}
+
+	_, free := e.placeUnder(h, 12*mib)
+	assert.False(t, free, "live blocks there")
+	require.NoError(t, e.Free(p1, 8*mib))
+	_, free = e.placeUnder(h, 12*mib)
+	assert.False(t, free, "a live block in the place's last bytes")
+	require.NoError(t, e.Free(p2, 8*mib))
+
+	under, free := e.placeUnder(h, 12*mib)
+	require.True(t, free)
+	assert.Equal(t, []*block{a1, a2}, under, "each cached block at the place, once, in address order")
+	b := e.takeHomeOver(h, 12*mib, under, true)
+	require.NotNil(t, b)
+	b.stream = 0
+	e.blocks[b.ptr] = b
+	e.markLive(b, 12*mib)
+	require.NoError(t, e.Check())
+	assert.Nil(t, e.blocks[p2], "the second block flushed")
+	_, loose := e.loose.containing(a1.pos+12*mib, a1.pos+16*mib)
+	assert.True(t, loose, "the rest of it loose")
+	require.NoError(t, e.Free(b.ptr, 12*mib))
+
+	e.flushUntil(&e.largeAge, math.MaxUint64)
+	under, free = e.placeUnder(h, 12*mib)
+	require.True(t, free)
+	assert.Empty(t, under, "loose bytes only")
+	b = e.takeHomeOver(h, 12*mib, under, true)
+	require.NotNil(t, b)
+	b.stream = 0
+	e.blocks[b.ptr] = b
+	e.markLive(b, 12*mib)
+	require.NoError(t, e.Check())
+}
+
+// TestPlaceUnderListsStitchedBlockOnce: a cached stitched block whose two pieces both lie in a
+// home of the arena is listed once among the blocks there, and the home's take flushes it once.
+func TestPlaceUnderListsStitchedBlockOnce(t *testing.T) {
+	const mib = 1 << 20
+	e, err := New(&nullDriver{}, WithCapacity(24*mib))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	var ps [3]uintptr
+	for i := range ps {
+		ps[i], err = e.Alloc(8*mib, 0)
+		require.NoError(t, err)
+	}
+	pos := e.blocks[ps[0]].pos
+	for i, p := range ps {
+		require.Equal(t, pos+uint64(i)*8*mib, e.blocks[p].pos, "three adjacent blocks")
+	}
+	require.NoError(t, e.Free(ps[0], 8*mib))
+	require.NoError(t, e.Free(ps[2], 8*mib))
+	e.flushUntil(&e.largeAge, math.MaxUint64)
+	sp, err := e.Alloc(16*mib, 0)
+	require.NoError(t, err)
+	s := e.blocks[sp]
+	require.Equal(t, stitched, s.kind, "the two loose ranges stitched")
+	require.NoError(t, e.Free(sp, 16*mib))
+	y := e.blocks[ps[1]]
+	require.NoError(t, e.Free(ps[1], 8*mib))
+
+	h := home{off: pos}
+	under, free := e.placeUnder(h, 24*mib)
+	require.True(t, free)
+	assert.ElementsMatch(t, []*block{s, y}, under, "each cached block once")
+	b := e.takeHomeOver(h, 24*mib, under, true)
+	require.NotNil(t, b)
+	b.stream = 0
+	e.blocks[b.ptr] = b
+	e.markLive(b, 24*mib)
+	require.NoError(t, e.Check())
+	require.NoError(t, e.Free(b.ptr, 24*mib))
+	require.NoError(t, e.Check())
 }

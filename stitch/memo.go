@@ -124,21 +124,27 @@ func (e *Engine) findPageMemo() (home, bool) {
 }
 
 // findMemo returns the place the memo this iteration follows gives the current request of r bytes
-// (memoPlace), if the place still exists and no live block uses it.
-func (e *Engine) findMemo(r uint64) (home, bool) {
+// (memoPlace), if the place still exists and no live block uses it, with the cached blocks there
+// (placeUnder), for takeHomeOver.
+func (e *Engine) findMemo(r uint64) (home, []*block, bool) {
 	if !e.marked() {
 		h, ok := e.repeatPlace(r)
-		return h, ok && e.placeFree(h, r)
+		if !ok {
+			return home{}, nil, false
+		}
+		under, free := e.placeUnder(h, r)
+		return h, under, free
 	}
 	h, ok := e.memoPlace(r)
 	if !ok {
-		return home{}, false
+		return home{}, nil, false
 	}
-	if !e.placeFree(h, r) {
+	under, free := e.placeUnder(h, r)
+	if !free {
 		e.leaveDominating()
-		return home{}, false
+		return home{}, nil, false
 	}
-	return h, true
+	return h, under, true
 }
 
 // memoPlace returns the place the memo this iteration follows gave its request of r bytes at the
@@ -197,8 +203,25 @@ func (e *Engine) placeFree(h home, r uint64) bool {
 	if h.v != nil && h.v.gone {
 		return false // the view was released
 	}
-	_, ok, _ := e.homeCost(h, r, ^uint64(0))
+	_, ok, _ := e.homeCost(h, r, ^uint64(0), nil)
 	return ok
+}
+
+// placeUnder is placeFree that also returns, when the place is free, the cached blocks there, in
+// Engine.flushBuf (valid until the next change of the layout or use of the buffer).
+func (e *Engine) placeUnder(h home, r uint64) ([]*block, bool) {
+	if h.v != nil && h.v.gone {
+		return nil, false // the view was released
+	}
+	under := e.flushBuf[:0]
+	_, ok, _ := e.homeCost(h, r, ^uint64(0), &under)
+	if !ok {
+		clear(under)
+		e.flushBuf = under[:0]
+		return nil, false
+	}
+	e.flushBuf = under[:0]
+	return under, true
 }
 
 // pick chooses the cached block of list l (blocks of r bytes) to hand out: the one at the place
@@ -227,7 +250,15 @@ func (e *Engine) pick(l *freeList, r uint64) *block {
 
 // cachedAt returns the cached block of list l that lies at place h, or nil: a lookup in the owner
 // index by the place's first byte, not a walk of the list (which may hold thousands of blocks).
+// The list's first and last blocks are looked at first: the lowest and highest of their size,
+// which a training loop's layer of one shape, carved in address order, takes back in order.
 func (e *Engine) cachedAt(h home, l *freeList) *block {
+	if b := l.head; b != nil && b.place() == h {
+		return b
+	}
+	if b := l.tail; b != nil && b.place() == h {
+		return b
+	}
 	start := h.off
 	if h.v != nil {
 		if h.v.gone {
