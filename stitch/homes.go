@@ -44,7 +44,7 @@ type homeList struct {
 	inArena map[uint64]int
 	inViews map[home]int
 	live    int // entries not dead
-	first   int          // no live entry before it
+	first   int // no live entry before it
 	// pruned: Engine.viewsReleased when the homes in released views were last dropped; while it
 	// is still the count, no live entry lies in a released view.
 	pruned uint64
