@@ -99,6 +99,7 @@ type Engine struct {
 	clocks      map[Stream]*streamClock // per stream: frees numbered and events pending (cache, poll, synchronize)
 	slowPaths   uint64                  // requests that missed the exact path (allocSlow): the clock of event polls
 	epoch       uint64                  // successful Synchronize calls (synchronize): a block freed before is settled
+	unsynced    bool                    // a block was freed since the last Synchronize (cache sets, synchronize clears): a re-cut waits (cutAt)
 
 	// Views (view.go): stitched virtual ranges mapping whole handles. mapView adds, unmapView
 	// removes (marking the view gone); takeView moves a view to the newest end of the list.
@@ -275,6 +276,7 @@ func (e *Engine) synchronize() error {
 		return err
 	}
 	e.epoch++
+	e.unsynced = false
 	// Every free so far is done: pending events have nothing left to tell.
 	for _, c := range e.clocks {
 		c.done = c.freed

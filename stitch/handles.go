@@ -92,7 +92,10 @@ func (e *Engine) endCuts(pos, end uint64, head bool) []uint64 {
 // cutAt re-creates the handle holding arena chunk c as two handles meeting at c, when c lies
 // strictly inside it, the handle is wholly loose and no used view or orphaned range maps it. Idle
 // views that map it keep their ranges: the handle's mapping in each is replaced by the new
-// handles' (viewSites, remapSite). It returns the driver's error when one lost the handle's memory.
+// handles' (viewSites, remapSite). Unmapping and releasing are not ordered with the device's work,
+// so when a block was freed since the last Synchronize the re-cut first waits for the device (one
+// Synchronize, after which every re-cut until the next free goes without). It returns the driver's
+// error when one lost the handle's memory.
 func (e *Engine) cutAt(c uint64) error {
 	if !e.cfg.followBlocks || c >= uint64(len(e.slots)) || !e.slots[c].present || e.slots[c].hoff == 0 {
 		return nil // no handle there, or c is where one begins
@@ -100,6 +103,10 @@ func (e *Engine) cutAt(c uint64) error {
 	pa := e.allocs[e.slots[c].h]
 	if _, ok := e.loose.containing(pa.first*e.g, (pa.first+pa.n)*e.g); !ok {
 		return nil // another block uses it
+	}
+	if e.unsynced && e.synchronize() != nil {
+		// Work queued before a free may still use pa's bytes: without the wait, pa stays whole.
+		return nil
 	}
 	sites, ok := e.viewSites(pa, c)
 	if !ok {

@@ -72,7 +72,8 @@ func TestFollowBlocksRecut(t *testing.T) {
 	require.NoError(t, err)
 	calls := callsSince(h.d, before)
 	require.Equal(t, map[stitch.CallKind]uint64{stitch.CallCreate: 2, stitch.CallUnmap: 1, stitch.CallMap: 2,
-		stitch.CallSetAccess: 1, stitch.CallRelease: 1}, calls, "the 100 MiB handle re-created as 60 + 40 MiB")
+		stitch.CallSetAccess: 1, stitch.CallRelease: 1, stitch.CallSynchronize: 1}, calls,
+		"the 100 MiB handle re-created as 60 + 40 MiB, after a wait for the device")
 	h.check("after the re-cut")
 	before = h.d.Calls()
 	c, err := h.alloc(40*MiB, 0)
@@ -188,7 +189,8 @@ func TestFollowBlocksRecutKeepsIdleViews(t *testing.T) {
 			require.NoError(t, err)
 			calls := callsSince(h.d, before)
 			require.Equal(t, map[stitch.CallKind]uint64{stitch.CallCreate: 2, stitch.CallRelease: 1, stitch.CallUnmap: 2,
-				stitch.CallMap: 4, stitch.CallSetAccess: 2}, calls, "one handle re-cut in the arena and under the view")
+				stitch.CallMap: 4, stitch.CallSetAccess: 2, stitch.CallSynchronize: 1}, calls,
+				"one handle re-cut in the arena and under the view, after a wait for the device")
 			require.Equal(t, 1, h.e.Stats().StitchedBlocks, "the view is kept")
 			h.check("after the re-cut")
 			require.NoError(t, h.free(b))
@@ -241,4 +243,28 @@ func TestFollowBlocksRecutUnderViewFaults(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFollowBlocksRecutWaitsForTheDevice: unmapping and releasing a handle is not ordered with the
+// device's work, so a re-cut after a free first synchronizes; a second re-cut with no free since
+// needs no second wait.
+func TestFollowBlocksRecutWaitsForTheDevice(t *testing.T) {
+	h := newHarness(t, []sim.Option{sim.WithCapacity(1 << 30)}, stitch.WithHandlesFollowBlocks())
+	x, err := h.alloc(100*MiB, 0)
+	require.NoError(t, err)
+	before := h.d.Calls()
+	_, err = h.alloc(100*MiB, 0)
+	require.NoError(t, err)
+	require.Zero(t, callsSince(h.d, before)[stitch.CallSynchronize], "a growth does not wait")
+	require.NoError(t, h.free(x))
+	for i, want := range []uint64{1, 0} {
+		before = h.d.Calls()
+		_, err = h.alloc(30*MiB, 0)
+		require.NoError(t, err)
+		calls := callsSince(h.d, before)
+		require.Equal(t, uint64(2), calls[stitch.CallCreate], "re-cut %d", i)
+		require.Equal(t, want, calls[stitch.CallSynchronize], "re-cut %d: waits for the device after a free only", i)
+	}
+	h.check("end")
+	h.closeAndCheckLeaks()
 }

@@ -149,7 +149,13 @@ func (e *Engine) Close() error {
 	}
 	var errs []error
 	e.freeAll()
-	if err := e.emptyCache(); err != nil {
+	err := e.emptyCache()
+	if err != nil && e.synchronize() == nil {
+		// The wait for the device (or a release) failed: once more, before memory is given back
+		// while the device may still use it.
+		err = e.emptyCache()
+	}
+	if err != nil {
 		errs = append(errs, err)
 	}
 	// Whatever is still held (after a failure above, or cached blocks waiting for events) goes now;
