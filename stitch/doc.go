@@ -139,9 +139,11 @@
 //     at 100 views and 0.5 ms at 5000, against 4.7 ms without the bound). Nor with the blocks
 //     of the arena: the idle-window search looks only at the arena ranges no live block owns
 //     (the room index, room.go), and of those at the maxRoomScan (256) smallest that hold the
-//     request, O(256 log n) for n blocks. On the largest shared traces a miss costs up to tens of
-//     microseconds (an alloc+free pair 1-12 µs on average), still far below a driver call; the
-//     exact path does none of it.
+//     request, O(256 log n) for n blocks; each room carries a lower bound on what a window there
+//     flushes, and rooms whose bound is above the best window found are passed over in whole
+//     subtrees, so a split of one of many equal cached holes looks at a few rooms. On the
+//     largest shared traces a miss costs up to tens of microseconds (an alloc+free pair 1-12 µs
+//     on average), still far below a driver call; the exact path does none of it.
 //   - Stitch: loose ranges whose whole handles, plus the head of the first and the tail of the
 //     last, add up to the request are mapped under a new view: Reserve, one Map per handle, one
 //     SetAccess. Loose ranges alone first, so that no cached block is flushed; else idle runs

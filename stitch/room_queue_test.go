@@ -8,10 +8,11 @@ import (
 
 // TestRoomQueueBounded: misses that go home (no idle-window search) leave the room index behind,
 // but the queue of blocks it has yet to see stays within its bound, and the index catches up at
-// the next search.
+// the next search. Handles follow the blocks, so that each miss carves a new block rather than
+// re-cutting the cached one in place (recarve), which the queue would hold once.
 func TestRoomQueueBounded(t *testing.T) {
 	const mib = 1 << 20
-	e, err := New(&nullDriver{}, WithCapacity(4*mib))
+	e, err := New(&nullDriver{}, WithCapacity(4*mib), WithHandlesFollowBlocks())
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
 	// Two sizes that fit the arena only one at a time: each request flushes the other's cached
