@@ -21,14 +21,16 @@ import (
 //     (fitHandles: one Create per part, an Unmap and a Release of the old one, a Map per part and one
 //     SetAccess), at chunk boundaries: the block's bytes then fill whole handles but for its first
 //     and last chunk. A handle that another block or a used view uses is left as it is.
-//   - An idle view (no block uses it) that maps a handle being re-cut keeps its range: the
-//     handle's mapping there is replaced by the new handles' (an Unmap, a Map per new handle and a
-//     SetAccess, remapSite), so the places memos and homes give in it stay valid and the view is
-//     not stitched again when a later iteration asks for it. Only a view whose first or last piece
-//     the cut would leave outside its end handle is released. Releasing every idle view over the
-//     handle instead made repeated iterations keep stitching (opt1.3b-full marked: 37 calls per
-//     iteration in the fourth of four repetitions; now 0) and cost the multi-scale ResNet-50 1.0154
-//     x peak active (now 1.0055).
+//   - With iterations marked, an idle view (no block uses it) that maps a handle being re-cut
+//     keeps its range: the handle's mapping there is replaced by the new handles' (an Unmap, a Map
+//     per new handle and a SetAccess: remapSite), so the places memos give in it stay valid and
+//     the view is not stitched again when the shape recurs. Only a view whose first or last piece
+//     the cut would leave outside its end handle is released, and unmarked every idle view over
+//     the handle is (viewSites says why). Releasing them marked too made repeated iterations keep
+//     stitching (opt1.3b-full: 37 calls per iteration in the fourth of four repetitions, now 0)
+//     and cost the multi-scale ResNet-50 1.0154 x peak active (now 1.0055).
+//   - Unmapping and releasing are not ordered with the device's work: a re-cut after a free first
+//     waits for the device (one Synchronize until the next free).
 //   - A stitch's last piece is cut the same way before it is mapped.
 //
 // So each handle holds the bytes of one block (and the slivers of its end chunks), free memory is
@@ -126,11 +128,14 @@ type viewSite struct {
 	off uint64
 }
 
-// viewSites returns where idle views map pa, for a re-cut at chunk c, in address order. A view
-// whose end pieces the cut would leave in a handle of their own that holds none of their bytes
-// (the cut at or before its first piece's start in its first handle, at or past its last piece's
-// end in its last) is released instead. false when a used view or an orphaned range maps pa, or a
-// release failed.
+// viewSites returns where idle views map pa, for a re-cut at chunk c, in address order, when
+// iterations are marked: the memos name places in views, which the next iteration of a shape
+// takes again. A view whose end pieces the cut would leave in a handle of their own that holds
+// none of their bytes (the cut at or before its first piece's start in its first handle, at or
+// past its last piece's end in its last) is released instead, and unmarked every idle view over
+// pa is: kept there, they drew later requests into views and cost capacity (gmlake-bench, 19
+// traces unmarked: up to 1.139 x peak active instead of 1.030). false when a used view or an
+// orphaned range maps pa, or a release failed.
 func (e *Engine) viewSites(pa *physAlloc, c uint64) ([]viewSite, bool) {
 	if e.slots[pa.first].views == 0 {
 		return nil, true // views map handles whole: none maps any chunk of pa
@@ -150,6 +155,11 @@ func (e *Engine) viewSites(pa *physAlloc, c uint64) ([]viewSite, bool) {
 		if v.users > 0 {
 			e.siteBuf = sites[:0]
 			return nil, false
+		}
+		if !e.marked() {
+			drop = append(drop, v)
+			sites = sites[:at]
+			continue
 		}
 		for _, s := range sites[at:] {
 			first, last := s.off == 0, s.off+pa.n*e.g == v.vsize

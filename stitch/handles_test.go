@@ -175,36 +175,51 @@ func stitchOverTwoFreed(t *testing.T, h *harness) {
 	require.NoError(t, h.free(s))
 }
 
-// TestFollowBlocksRecutKeepsIdleViews: a block carved from a handle that an idle view maps re-cuts
-// the handle under the view too (an Unmap, a Map per new handle and a SetAccess there), so the view
-// survives: once the block is freed, a request of the view's size takes the view again with no
-// driver call, where releasing the view would have cost a new stitch.
+// TestFollowBlocksRecutKeepsIdleViews: with iterations marked, a block carved from a handle that
+// an idle view maps re-cuts the handle under the view too (an Unmap, a Map per new handle and a
+// SetAccess there), so the view survives: once the block is freed, a request of the view's size
+// takes the view again with no driver call, where releasing the view would have cost a new
+// stitch. Unmarked, the view is released (its unmap and free instead of the remap).
 func TestFollowBlocksRecutKeepsIdleViews(t *testing.T) {
-	for _, capacity := range []uint64{1 << 30, 300 * MiB} { // roomy, and too tight for both handles at once
-		t.Run(fmt.Sprintf("capacity=%dMiB", capacity/MiB), func(t *testing.T) {
-			h := newHarness(t, []sim.Option{sim.WithCapacity(capacity)}, stitch.WithHandlesFollowBlocks())
-			stitchOverTwoFreed(t, h)
-			before := h.d.Calls()
-			b, err := h.alloc(60*MiB, 0) // flushes the cached 200 MiB block: the view is idle
-			require.NoError(t, err)
-			calls := callsSince(h.d, before)
-			require.Equal(t, map[stitch.CallKind]uint64{stitch.CallCreate: 2, stitch.CallRelease: 1, stitch.CallUnmap: 2,
-				stitch.CallMap: 4, stitch.CallSetAccess: 2, stitch.CallSynchronize: 1}, calls,
-				"one handle re-cut in the arena and under the view, after a wait for the device")
-			require.Equal(t, 1, h.e.Stats().StitchedBlocks, "the view is kept")
-			h.check("after the re-cut")
-			require.NoError(t, h.free(b))
-			before = h.d.Calls()
-			_, err = h.alloc(200*MiB, 0)
-			require.NoError(t, err)
-			require.Empty(t, callsSince(h.d, before), "the kept view serves the request again")
-			h.check("end")
-			h.closeAndCheckLeaks()
-		})
+	for _, marked := range []bool{true, false} {
+		for _, capacity := range []uint64{1 << 30, 300 * MiB} { // roomy, and too tight for both handles at once
+			t.Run(fmt.Sprintf("marked=%v/capacity=%dMiB", marked, capacity/MiB), func(t *testing.T) {
+				h := newHarness(t, []sim.Option{sim.WithCapacity(capacity)}, stitch.WithHandlesFollowBlocks())
+				if marked {
+					h.e.MarkIteration()
+				}
+				stitchOverTwoFreed(t, h)
+				before := h.d.Calls()
+				b, err := h.alloc(60*MiB, 0) // flushes the cached 200 MiB block: the view is idle
+				require.NoError(t, err)
+				calls := callsSince(h.d, before)
+				want := map[stitch.CallKind]uint64{stitch.CallCreate: 2, stitch.CallRelease: 1, stitch.CallUnmap: 2,
+					stitch.CallMap: 4, stitch.CallSetAccess: 2, stitch.CallSynchronize: 1}
+				views := 1
+				if !marked {
+					want[stitch.CallMap], want[stitch.CallSetAccess], want[stitch.CallFree] = 2, 1, 1
+					views = 0
+				}
+				require.Equal(t, want, calls, "one handle re-cut in the arena (and under the view, marked), after a wait for the device")
+				require.Equal(t, views, h.e.Stats().StitchedBlocks, "views kept")
+				h.check("after the re-cut")
+				if !marked {
+					h.closeAndCheckLeaks()
+					return
+				}
+				require.NoError(t, h.free(b))
+				before = h.d.Calls()
+				_, err = h.alloc(200*MiB, 0)
+				require.NoError(t, err)
+				require.Empty(t, callsSince(h.d, before), "the kept view serves the request again")
+				h.check("end")
+				h.closeAndCheckLeaks()
+			})
+		}
 	}
 }
 
-// TestFollowBlocksRecutUnderViewFaults: a re-cut under an idle view fails at each of its driver
+// TestFollowBlocksRecutUnderViewFaults: a re-cut under an idle view (iterations marked) fails at each of its driver
 // calls (the first to third of a kind), alone and with a call of the rollback or of the view's
 // release failing too, with room for the new handles beside the old one and without. The
 // allocation succeeds or fails with the injected error, the engine stays consistent and accounts
@@ -220,6 +235,7 @@ func TestFollowBlocksRecutUnderViewFaults(t *testing.T) {
 				for _, second := range seconds {
 					t.Run(fmt.Sprintf("capacity=%dMiB/%s#%d then %s", capacity/MiB, kind, n, second), func(t *testing.T) {
 						h := newHarness(t, []sim.Option{sim.WithCapacity(capacity)}, stitch.WithHandlesFollowBlocks())
+						h.e.MarkIteration()
 						stitchOverTwoFreed(t, h)
 						h.d.FailNth(kind, int(h.d.Calls()[kind])+n, nil)
 						if second != stitch.NumCallKinds {

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/driver/cuda"
@@ -29,11 +30,11 @@ type Pool interface {
 }
 
 // New returns the named pool over drv holding at most capacity bytes (0: the device's memory, and
-// for "gorgonia" an arena of 80% of the free memory).
-func New(name string, drv *cuda.Driver, capacity uint64) (Pool, error) {
+// for "gorgonia" an arena of 80% of the free memory). engineOptions go to gmlake's engine.
+func New(name string, drv *cuda.Driver, capacity uint64, engineOptions ...stitch.Option) (Pool, error) {
 	switch name {
 	case baseline.NameGMLake:
-		var opts []stitch.Option
+		opts := slices.Clone(engineOptions)
 		if capacity > 0 {
 			opts = append(opts, stitch.WithCapacity(capacity))
 		}
