@@ -156,9 +156,11 @@
 //     last read and rebuilt at the next read, so the steady iterations' misses, which change the
 //     loose set but do not stitch, do not pay for it; idle runs come from
 //     the rooms, largest first, and the search stops once the runs seen make the plan every run
-//     would. Still linear in the blocks: idle runs with several streams (whether a cached block
-//     is idle depends on its stream's events, which the walk polls), and a plan over idle runs
-//     that cached blocks are there for but that falls short of the request.
+//     would. With several streams, the streams that have a cached block not yet settled are
+//     polled first (each stream keeps its recent frees of large blocks), the ones a walk over
+//     every block would poll, and the rooms are searched as with one. Still linear in the
+//     blocks: a plan over idle runs that cached blocks are there for but that falls short of
+//     the request.
 //   - NewChunks: free memory cannot cover the request, even with the empty small pages given back.
 //     Only the deficit is created (in the holes releases left, lowest first, then past the end;
 //     the search starts at the lowest hole not yet filled), becomes loose,

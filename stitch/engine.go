@@ -97,6 +97,7 @@ type Engine struct {
 	// Streams and events (streams.go). With one stream nothing here is used.
 	multiStream bool                    // a second stream has been seen (allocSlow, once): frees are numbered per stream
 	clocks      map[Stream]*streamClock // per stream: frees numbered and events pending (cache, poll, synchronize)
+	clockOrder  []Stream                // the streams of clocks in the order they were first used (clockFor)
 	slowPaths   uint64                  // requests that missed the exact path (allocSlow): the clock of event polls
 	epoch       uint64                  // successful Synchronize calls (synchronize): a block freed before is settled
 	unsynced    bool                    // a block was freed since the last Synchronize (cache sets, synchronize clears): a re-cut waits (cutAt)

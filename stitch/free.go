@@ -36,6 +36,9 @@ func (e *Engine) cache(b *block) {
 		c := e.clockFor(b.stream)
 		c.freed++
 		b.freeSeq = c.freed
+		if b.kind != small {
+			e.noteFreedLarge(c, b)
+		}
 		if len(c.pending) == 0 {
 			// The stream's clock is idle: start it here rather than at the next slow path, so
 			// that the event completes as early as the stream allows.

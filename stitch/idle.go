@@ -150,17 +150,15 @@ func (e *Engine) arenaIdle(r uint64, bounded bool) (best idleWindow, found bool)
 }
 
 // idleRuns feeds t the arena's idle bytes in address order: loose ranges and the ranges of idle
-// cached blocks. With one stream it feeds only the rooms whose bound is at most below() (see
-// roomAtLeast).
+// cached blocks, of the rooms whose bound is at most below() (see roomAtLeast).
 func (e *Engine) idleRuns(t *runTracker, below func() uint64) {
+	// An idle run lies in a room span (room.go): only the room spans of at least t.r bytes can
+	// hold a run t reports. With several streams a cached block is idle once its stream's events
+	// say so, and a run ends at one that is not; the streams are polled first as a walk over every
+	// block would poll them (pollUnsettled).
 	if e.multiStream {
-		// Whether a cached block is idle then depends on its stream's events, which the
-		// question itself polls: walk every block, in address order.
-		e.idleRunsIn(t, roomAll)
-		return
+		e.pollUnsettled()
 	}
-	// With one stream every cached block is idle, and an idle run lies in a room span (room.go):
-	// only the room spans of at least t.r bytes can hold a run t reports.
 	e.syncRoom()
 	e.roomAtLeast(t.r, below, func(s span) { e.idleRunsIn(t, s) })
 }
@@ -191,7 +189,8 @@ func (e *Engine) idleRunsIn(t *runTracker, in span) {
 
 // idlePlan is a stitch plan over the arena's idle runs rather than its loose ranges: what a stitch
 // could map if the cached blocks it covers were flushed. planFrom takes runs largest first, equal
-// ones lowest first. With one stream the runs come from the room index, largest room first: a run
+// ones lowest first. The runs come from the room index, largest room first (with several streams
+// once the streams are polled, as idleRuns polls them): a run
 // larger than every room still to come (or as large and below it) is already in its place in that
 // order, so once those runs make a plan it is the plan all the runs make, and the search stops. A
 // plan over k runs then looks at about k rooms, O(k log n); a request no plan serves still looks
@@ -210,10 +209,7 @@ func (e *Engine) idlePlan(r uint64) ([]span, uint64) {
 		})
 	}
 	if e.multiStream {
-		// Whether a cached block is idle depends on its stream's events, which the question
-		// polls: every block, in address order, as idleRuns.
-		e.idleRunsIn(&t, roomAll)
-		return plan(runs)
+		e.pollUnsettled() // as idleRuns
 	}
 	if e.largeAge.n == 0 {
 		return e.stitchPlan(r) // no cached large block: the idle runs are the loose ranges

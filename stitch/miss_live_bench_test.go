@@ -120,8 +120,8 @@ var missCases = []missCase{
 // numbersDriver: the slow path's time must not grow with the live blocks. Each case asks sizes of
 // one kind (see missCases) and checks that every request missed the exact path with the case's
 // outcome. Metrics: ns/miss (the Alloc alone, wall time) and cpu-ns/miss (its CPU time on Linux,
-// which holds on a loaded machine). results/bench/MISS-LIVE.md has the figures: split, grow and
-// stitch are flat; grow-cached and split-streams still grow with the live blocks.
+// which holds on a loaded machine). results/bench/MISS-LIVE.md has the figures: split,
+// split-streams, grow and stitch are flat; grow-cached still grows with the live blocks.
 func BenchmarkMissLiveBlocks(b *testing.B) {
 	for _, c := range missCases {
 		for _, n := range []int{1000, 10000, 100000} {

@@ -1,5 +1,7 @@
 package stitch
 
+import "slices"
+
 // streamClock tells which frees of one stream the device has finished with, so that their bytes
 // may serve other streams. Frees on the stream are numbered (block.freeSeq). An event covers every
 // free numbered before it; one is recorded by a free that finds no event pending on its stream,
@@ -11,6 +13,70 @@ type streamClock struct {
 	done    uint64         // frees the device is known to be done with
 	pending []pendingEvent // oldest first, at most maxPendingEvents
 	polled  uint64         // Engine.slowPaths at the last poll
+	// freedLarge: the large blocks freed on the stream, in free order, that may still be cached
+	// and unsettled (cache appends; unsettledLarge and noteFreedLarge drop the others); kept:
+	// its length after the last compaction.
+	freedLarge []freedBlock
+	kept       int
+}
+
+// freedBlock is one free of a large block: the block, its serial and its free's number, so that
+// an entry of a block since recycled, taken again or freed again reads as stale.
+type freedBlock struct {
+	b           *block
+	serial, seq uint64
+}
+
+// stale reports whether f no longer stands for a cached block whose free the device may not be
+// done with: the block was recycled, taken or freed again since, or the free is settled.
+func (f freedBlock) stale(c *streamClock, epoch uint64) bool {
+	b := f.b
+	return b.serial != f.serial || b.live || b.freeSeq != f.seq || f.seq <= c.done || b.freeEpoch < epoch
+}
+
+// noteFreedLarge records the free of large block b on its stream, numbered already; once the
+// record holds more than twice the entries the last compaction kept (and freedSlack more), the
+// stale ones are dropped, so that it stays proportional to the stream's cached blocks.
+func (e *Engine) noteFreedLarge(c *streamClock, b *block) {
+	c.freedLarge = append(c.freedLarge, freedBlock{b: b, serial: b.serial, seq: b.freeSeq})
+	if len(c.freedLarge) > 2*c.kept+freedSlack {
+		c.freedLarge = slices.DeleteFunc(c.freedLarge, func(f freedBlock) bool { return f.stale(c, e.epoch) })
+		clear(c.freedLarge[len(c.freedLarge):cap(c.freedLarge)])
+		c.kept = len(c.freedLarge)
+	}
+}
+
+// unsettledLarge reports whether a large block freed on the stream is cached and not yet settled
+// (settled would poll for it), dropping the settled entries at the front.
+func (e *Engine) unsettledLarge(c *streamClock) bool {
+	i := 0
+	for i < len(c.freedLarge) && c.freedLarge[i].seq <= c.done {
+		i++
+	}
+	if i > 0 {
+		n := copy(c.freedLarge, c.freedLarge[i:])
+		clear(c.freedLarge[n:])
+		c.freedLarge = c.freedLarge[:n]
+		c.kept = min(c.kept, n)
+	}
+	for _, f := range c.freedLarge {
+		if !f.stale(c, e.epoch) {
+			return true
+		}
+	}
+	return false
+}
+
+// pollUnsettled polls, in the order the streams were first used, every stream not polled in this
+// slow path that has a cached large block not yet settled: the streams a walk over every block
+// asking settled would poll. A search of the idle runs with several streams then looks only at the
+// rooms (room.go), as with one, and makes the same driver calls as that walk.
+func (e *Engine) pollUnsettled() {
+	for _, s := range e.clockOrder {
+		if c := e.clocks[s]; c.polled != e.slowPaths && e.unsettledLarge(c) {
+			e.poll(s, c)
+		}
+	}
 }
 
 type pendingEvent struct {
@@ -24,6 +90,7 @@ func (e *Engine) clockFor(s Stream) *streamClock {
 	if c == nil {
 		c = &streamClock{}
 		e.clocks[s] = c
+		e.clockOrder = append(e.clockOrder, s)
 	}
 	return c
 }

@@ -67,6 +67,10 @@ const (
 	// (counting the rooms the bounds pass over too) it bound in the unmarked replays of T5,
 	// Llama-1B, GPT-2-XL and OPT-1.3B and moved their minimum capacity (by up to 0.06%).
 	maxRoomScan = 256
+	// freedSlack: a stream's record of freed large blocks (streams.go) is compacted once it holds
+	// this many entries beyond twice what its last compaction kept. A bound on memory, not a
+	// policy: it changes no placement.
+	freedSlack = 64
 	// roomBoundBlocks: a room's bound (room.go) looks at this many blocks in the room at most; a
 	// room holding more is bounded by 0, and findIdle looks into it. A bound on CPU, not a
 	// policy: bounds only pass over rooms that cannot hold a better window.
