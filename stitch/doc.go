@@ -24,21 +24,31 @@
 // around it, at the chunk boundaries of its ends, its partial end chunks included, so that free
 // memory stays whole handles and a stitch maps one handle per block it spans rather than one per
 // 2 MiB. A re-cut costs a Create per part, an Unmap, a Release (which the H200 charges per byte,
-// 0.57 ms per GiB), a Map per part and a SetAccess; idle views over the handle are released
-// first; a handle another block or a used view shares stays whole.
-// Measured with gmlake-bench replay --min-capacity --json (marks on, the H200 cost model) on the
+// 0.57 ms per GiB), a Map per part and a SetAccess; a handle another block or a used view shares
+// stays whole. With iterations marked, an idle view over the handle keeps its range and has the
+// handle's mapping replaced by the new handles' (an Unmap, a Map per part and a SetAccess there),
+// so the places memos give in it survive; unmarked, idle views over it are released. A re-cut
+// after a free first waits for the device (Synchronize): unmapping and releasing are not ordered
+// with the work queued before the free.
+// Measured with gmlake-bench replay --min-capacity --repeat 4 --json (the H200 cost model) on the
 // 7 shared traces, the 6 held-out ones, the 3 gpu-train ones and the 3 ResNet ones, against the
-// default engine in the same run: the largest steady iteration's driver time fell on 11 of 19
-// (llama1b-full 526 -> 140 ms, opt1.3b-full 307 -> 114, llama7b-lora-ckpt-off 219 -> 39,
-// neox20b-lora-ckpt 148 -> 51, the gpu-train GPT-2-XL trace 563 -> 114) and rose on the 8 where
-// the default makes few or none (bert-base MLM 0 -> 39 ms, Qwen-150k LoRA 0 -> 40, T5 7 -> 28:
-// blocks of new sizes keep re-cutting handles); the largest warm-up iteration's fell on every
-// trace (llama1b-full 1029 -> 372 ms, neox20b 2012 -> 386, bert-base 205 -> 117). Capacity / peak active stayed within 0.002 of the
-// default's but on the multi-scale ResNet-50 (1.0043 -> 1.0154, past 1.01) and Qwen-150k
-// (1.0009 -> 1.0025). Replayed 4 times in a row, 11 of those 13 traces (shared and held-out) make no
-// driver call in the fourth repetition, as with the default; opt1.3b-full makes 293 and
-// Mixtral-MoE 331 there (the default: none). Neither driver-time target (1% and 10% of PyTorch's step) is met on most
-// traces with it either, and one trace loses its capacity target: so it is an option.
+// default engine in the same run, marked: the largest steady iteration's driver time is lower on
+// 10 of 19 (llama1b-full 526 -> 148 ms, opt1.3b-full 307 -> 141, llama7b-lora-ckpt-off 219 -> 38,
+// the gpu-train OPT-1.3B trace 584 -> 42, ResNet-18 on the H200 236 -> 34) and higher on the 9
+// where the default makes few calls or none (bert-base MLM 0 -> 57 ms, Qwen-150k LoRA 0 -> 65, T5
+// 7 -> 33: blocks of new sizes keep re-cutting handles); the largest warm-up iteration's is lower
+// on all 19 (llama1b-full 1029 -> 375 ms, neox20b 2012 -> 354); capacity / peak active is within
+// 0.003 of the default's on all 19 (llama1b-full 1.0050 -> 1.0077, the multi-scale ResNet-50
+// 1.0043 -> 1.0055); in the fourth of four repetitions no trace but the two-stream one makes a
+// driver call. Releasing the idle views at every re-cut instead cost that ResNet-50 1.0154 and
+// left opt1.3b-full 37 calls per iteration and Mixtral-MoE 21 in the fourth repetition, for less
+// steady driver time on most traces (neox20b 51 against 105 ms, bert-base 39 against 57).
+// Unmarked the option costs capacity (opt1.3b-lora-ckpt-off 1.0304 against the default's 1.0010,
+// Qwen-150k 1.0198 against 1.0028) and keeps stitching in the fourth repetition on 11 of 19
+// traces (bert-base MLM 214 calls per iteration; the default: 2); keeping the idle views unmarked
+// too settled all but Mixtral-MoE and ResNet-50 on the H200 but cost up to 1.139. So it is an
+// option: the driver-time targets (1% and 10% of PyTorch's step) are not met with it on most
+// traces either.
 //
 // # Blocks, views, and the three places a free byte can be
 //

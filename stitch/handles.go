@@ -106,13 +106,21 @@ func (e *Engine) cutAt(c uint64) error {
 	if _, ok := e.loose.containing(pa.first*e.g, (pa.first+pa.n)*e.g); !ok {
 		return nil // another block uses it
 	}
+	sites, drop, ok := e.viewSites(pa, c)
+	if !ok {
+		return nil
+	}
 	if e.unsynced && e.synchronize() != nil {
 		// Work queued before a free may still use pa's bytes: without the wait, pa stays whole.
 		return nil
 	}
-	sites, ok := e.viewSites(pa, c)
-	if !ok {
-		return nil
+	for _, v := range drop {
+		if e.unmapView(v) != nil {
+			return nil
+		}
+	}
+	if e.slots[pa.first].views != int32(len(sites)) {
+		return nil // an orphaned range still maps it
 	}
 	parts := []uint64{c - pa.first, pa.first + pa.n - c}
 	if e.reserved+e.orphanBytes+pa.n*e.g > e.capacity {
@@ -132,16 +140,15 @@ type viewSite struct {
 // iterations are marked: the memos name places in views, which the next iteration of a shape
 // takes again. A view whose end pieces the cut would leave in a handle of their own that holds
 // none of their bytes (the cut at or before its first piece's start in its first handle, at or
-// past its last piece's end in its last) is released instead, and unmarked every idle view over
-// pa is: kept there, they drew later requests into views and cost capacity (gmlake-bench, 19
-// traces unmarked: up to 1.139 x peak active instead of 1.030). false when a used view or an
-// orphaned range maps pa, or a release failed.
-func (e *Engine) viewSites(pa *physAlloc, c uint64) ([]viewSite, bool) {
+// past its last piece's end in its last) is to be released instead (drop), and unmarked every
+// idle view over pa is: kept there, they drew later requests into views and cost capacity
+// (gmlake-bench, 19 traces unmarked: up to 1.139 x peak active instead of 1.030). It changes
+// nothing; false when a used view maps pa.
+func (e *Engine) viewSites(pa *physAlloc, c uint64) (sites []viewSite, drop []*view, ok bool) {
 	if e.slots[pa.first].views == 0 {
-		return nil, true // views map handles whole: none maps any chunk of pa
+		return nil, nil, true // views map handles whole: none maps any chunk of pa
 	}
-	sites := e.siteBuf[:0]
-	var drop []*view
+	sites = e.siteBuf[:0]
 	for _, v := range e.views {
 		at := len(sites)
 		for i, ch := range v.chunks {
@@ -154,7 +161,7 @@ func (e *Engine) viewSites(pa *physAlloc, c uint64) ([]viewSite, bool) {
 		}
 		if v.users > 0 {
 			e.siteBuf = sites[:0]
-			return nil, false
+			return nil, nil, false
 		}
 		if !e.marked() {
 			drop = append(drop, v)
@@ -170,20 +177,11 @@ func (e *Engine) viewSites(pa *physAlloc, c uint64) ([]viewSite, bool) {
 			}
 		}
 	}
-	for _, v := range drop {
-		if e.unmapView(v) != nil {
-			e.siteBuf = sites[:0]
-			return nil, false
-		}
-	}
 	e.siteBuf = sites
-	if e.slots[pa.first].views != int32(len(sites)) {
-		return nil, false // an orphaned range still maps it
-	}
 	slices.SortFunc(sites, func(a, b viewSite) int {
 		return cmp.Or(cmp.Compare(a.v.base, b.v.base), cmp.Compare(a.off, b.off))
 	})
-	return sites, true
+	return sites, drop, true
 }
 
 // remapSite replaces pa's mapping at site s of an idle view with the handles made of it (in arena
