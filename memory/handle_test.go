@@ -177,7 +177,7 @@ func TestFailedCloseCanBeRetried(t *testing.T) {
 			require.NoError(t, err)
 			_ = big
 
-			for n := 1; n <= 16; n++ { // every call of the kind in Close, the engine's own retry included
+			for n := 1; n <= 64; n++ { // every call of the kind in Close, the engine's own retries included
 				d.FailNth(kind, n, nil)
 			}
 			err = a.Close()
