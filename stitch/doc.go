@@ -45,7 +45,7 @@
 // steady driver time on most traces (neox20b 51 against 105 ms, bert-base 39 against 57).
 // Unmarked the option costs capacity (opt1.3b-lora-ckpt-off 1.0304 against the default's 1.0010,
 // Qwen-150k 1.0198 against 1.0028) and keeps stitching in the fourth repetition on 11 of 19
-// traces (bert-base MLM 214 calls per iteration; the default: 2); keeping the idle views unmarked
+// traces (bert-base MLM 213 calls per iteration; the default: on 2); keeping the idle views unmarked
 // too settled all but Mixtral-MoE and ResNet-50 on the H200 but cost up to 1.139. So it is an
 // option: the driver-time targets (1% and 10% of PyTorch's step) are not met with it on most
 // traces either.
