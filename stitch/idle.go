@@ -188,14 +188,28 @@ func (e *Engine) idleRunsIn(t *runTracker, in span) {
 }
 
 // idlePlan is a stitch plan over the arena's idle runs rather than its loose ranges: what a stitch
-// could map if the cached blocks it covers were flushed. planFrom takes runs largest first, equal
-// ones lowest first. The runs come from the room index, largest room first (with several streams
+// could map if the cached blocks it covers were flushed, or nil and at least what a plan over
+// every idle run reaches. planFrom takes runs largest first, equal ones lowest first. First, with
+// at most idleBoundBlocks cached large blocks, a bound on what every run reaches
+// (idleReachBound): below r, no plan serves r, and idlePlan says so in O(k log n) for k cached
+// blocks. Else the runs come from the room index, largest room first (with several streams
 // once the streams are polled, as idleRuns polls them): a run
 // larger than every room still to come (or as large and below it) is already in its place in that
 // order, so once those runs make a plan it is the plan all the runs make, and the search stops. A
-// plan over k runs then looks at about k rooms, O(k log n); a request no plan serves still looks
-// at every room.
+// plan over k runs then looks at about k rooms, O(k log n); a request no plan serves but the bound
+// does not rule out (more cached blocks than idleBoundBlocks, or runs that reach r only as the
+// bound counts them) still looks at every room.
 func (e *Engine) idlePlan(r uint64) ([]span, uint64) {
+	if e.multiStream {
+		e.pollUnsettled() // as idleRuns
+	}
+	if e.largeAge.n == 0 {
+		return e.stitchPlan(r) // no cached large block: the idle runs are the loose ranges
+	}
+	e.syncRoom()
+	if bound, ok := e.idleReachBound(); ok && bound < r {
+		return nil, bound
+	}
 	runs := e.runBuf[:0]
 	t := runTracker{r: 1, segs: e.segBuf[:0], found: func(start, end uint64, _ []idleSeg) {
 		runs = append(runs, span{start: start, end: end})
@@ -208,13 +222,6 @@ func (e *Engine) idlePlan(r uint64) ([]span, uint64) {
 			}
 		})
 	}
-	if e.multiStream {
-		e.pollUnsettled() // as idleRuns
-	}
-	if e.largeAge.n == 0 {
-		return e.stitchPlan(r) // no cached large block: the idle runs are the loose ranges
-	}
-	e.syncRoom()
 	var seen, tried uint64 // bytes of the runs gathered; seen when a plan over them was last tried
 	var pieces []span
 	var reach uint64
@@ -242,6 +249,75 @@ func (e *Engine) idlePlan(r uint64) ([]span, uint64) {
 		return pieces, reach
 	}
 	return plan(runs)
+}
+
+// idleReachBound is a bound on what a stitch plan over every idle run of the arena reaches (planFrom's
+// reach), worked out from the stitch index of the loose ranges and from the runs holding idle cached
+// large blocks, in O(k log n) for k cached large blocks; false, and no bound, past idleBoundBlocks
+// of them. A plan's reach is the whole-handle bytes (mid) of the runs it takes plus the head of one
+// and the tail of one (a single run: its size, the same sum), so the sum of every run's mid plus the
+// largest head and the largest tail bounds it. A run holding no idle cached block is a loose range
+// (the loose set is coalesced), a candidate of the stitch index, whose sums and largest head and
+// tail the index keeps; the others are found from their cached blocks (idleRunAround). The loose
+// ranges inside those runs are counted twice, which only raises the bound.
+func (e *Engine) idleReachBound() (uint64, bool) {
+	if e.largeAge.n > idleBoundBlocks {
+		return 0, false
+	}
+	x := e.stitchIndex()
+	mids, head, tail := x.mids, uint64(0), uint64(0)
+	if h, ok := x.heads.max(); ok {
+		head = h.size()
+	}
+	if t, ok := x.tails.max(); ok {
+		tail = t.size()
+	}
+	runs := e.runBuf[:0]
+	for b := e.largeAge.oldest; b != nil; b = b.newer {
+		if !e.idle(b) {
+			continue // in no run
+		}
+		e.eachArenaRange(b, func(p span) {
+			for _, s := range runs {
+				if s.start <= p.start && p.end <= s.end {
+					return // its run is counted
+				}
+			}
+			run := e.idleRunAround(p)
+			runs = append(runs, run)
+			if c, ok := e.candidateOf(run); ok {
+				mids += c.mid
+				head, tail = max(head, c.head), max(tail, c.tail)
+			}
+		})
+	}
+	e.runBuf = runs[:0]
+	return mids + head + tail, true
+}
+
+// idleRunAround is the idle run (idleRunsIn's, over loose ranges and idle cached blocks) holding
+// arena range p, the range of an idle cached block: O(k log n) for the k pieces of the run.
+func (e *Engine) idleRunAround(p span) span {
+	run := p
+	joins := func(n *tnode) bool { return n != nil && e.idle(n.b) } // a block's range next to the run
+	for run.start > 0 {
+		if l, ok := e.loose.byAddr.floor(span{start: run.start - 1}); ok && l.end == run.start {
+			run.start = l.start
+		} else if n := e.owners.ownerAt(run.start - 1); joins(n) && n.s.end == run.start {
+			run.start = n.s.start
+		} else {
+			break
+		}
+	}
+	for {
+		if l, ok := e.loose.byAddr.ceil(span{start: run.end}); ok && l.start == run.end {
+			run.end = l.end
+		} else if n := e.owners.ownerAt(run.end); joins(n) && n.s.start == run.end {
+			run.end = n.s.end
+		} else {
+			return run
+		}
+	}
 }
 
 // blocksUnder gathers, once each, the blocks owning bytes of pieces, into e.flushBuf.

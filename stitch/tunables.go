@@ -75,6 +75,10 @@ const (
 	// room holding more is bounded by 0, and findIdle looks into it. A bound on CPU, not a
 	// policy: bounds only pass over rooms that cannot hold a better window.
 	roomBoundBlocks = 8
+	// idleBoundBlocks: idlePlan bounds what every idle run reaches (idleReachBound) only while
+	// at most this many large blocks are cached, since the bound looks at each of them. A bound
+	// on CPU, not a policy: the bound only stops a search that would find no plan.
+	idleBoundBlocks = 64
 )
 
 // The small pool's flush heap (free.go).
