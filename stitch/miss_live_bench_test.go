@@ -82,8 +82,9 @@ var missCases = []missCase{
 	},
 	{
 		// As grow, with a cached block elsewhere (a hole split for 1.5 MiB and freed again, untimed,
-		// after each request): the stitch plan over the idle runs (idlePlan) is tried, falls short,
-		// and the cached block is flushed before new chunks are made.
+		// after each request): the stitch plan over the idle runs (idlePlan) is tried, falls short
+		// (its bound on what the runs reach says so), and the cached block is flushed before new
+		// chunks are made.
 		name: "grow-cached", spare: 64, emptyHoles: true,
 		opts: func(int) []stitch.Option { return []stitch.Option{stitch.WithHandleSize(64 << 20)} },
 		size: func(k int) uint64 { return 2*liveChunk + uint64(k%sizeRound+1)*512 },
@@ -120,8 +121,8 @@ var missCases = []missCase{
 // numbersDriver: the slow path's time must not grow with the live blocks. Each case asks sizes of
 // one kind (see missCases) and checks that every request missed the exact path with the case's
 // outcome. Metrics: ns/miss (the Alloc alone, wall time) and cpu-ns/miss (its CPU time on Linux,
-// which holds on a loaded machine). results/bench/MISS-LIVE.md has the figures: split,
-// split-streams, grow and stitch are flat; grow-cached still grows with the live blocks.
+// which holds on a loaded machine). results/bench/MISS-LIVE.md has the figures: every case is
+// flat.
 func BenchmarkMissLiveBlocks(b *testing.B) {
 	for _, c := range missCases {
 		for _, n := range []int{1000, 10000, 100000} {
