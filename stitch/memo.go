@@ -125,15 +125,17 @@ func (e *Engine) findPageMemo() (home, bool) {
 
 // findMemo returns the place the memo this iteration follows gives the current request of r bytes
 // (memoPlace), if the place still exists and no live block uses it, with the cached blocks there
-// (placeUnder), for takeHomeOver.
+// (placeUnder), for takeHomeOver. Unmarked, the first free one of the places the context remembers
+// (repeatPlaces).
 func (e *Engine) findMemo(r uint64) (home, []*block, bool) {
 	if !e.marked() {
-		h, ok := e.repeatPlace(r)
-		if !ok {
-			return home{}, nil, false
+		places, n := e.repeatPlaces(r)
+		for _, h := range places[:n] { // the first free one, most recent first
+			if under, free := e.placeUnder(h, r); free {
+				return h, under, true
+			}
 		}
-		under, free := e.placeUnder(h, r)
-		return h, under, free
+		return home{}, nil, false
 	}
 	h, ok := e.memoPlace(r)
 	if !ok {
@@ -226,18 +228,17 @@ func (e *Engine) placeUnder(h home, r uint64) ([]*block, bool) {
 
 // pick chooses the cached block of list l (blocks of r bytes) to hand out: the one at the place
 // the followed memo gives the current request, else the lowest; nil when the memo's place holds
-// none of them.
+// none of them. Unmarked, the places the context remembers are tried in order (repeatPlaces).
 func (e *Engine) pick(l *freeList, r uint64) *block {
 	if r < e.cfg.smallThreshold || e.iter.phase == memoNewShape {
 		return l.head
 	}
 	if !e.marked() {
-		want, ok := e.repeatPlace(r)
-		if !ok {
-			return l.head
-		}
-		if b := e.cachedAt(want, l); b != nil || e.placeFree(want, r) {
-			return b
+		places, n := e.repeatPlaces(r)
+		for _, want := range places[:n] {
+			if b := e.cachedAt(want, l); b != nil || e.placeFree(want, r) {
+				return b
+			}
 		}
 		return l.head
 	}

@@ -102,7 +102,7 @@ func (e *Engine) rememberedSpans() []span {
 		}
 	} else {
 		for _, cp := range e.contexts {
-			add(cp.at, cp.size)
+			add(cp.at[0], cp.size) // the most recent place
 		}
 	}
 	slices.SortFunc(out, func(a, b span) int { return cmp.Compare(a.start, b.start) })

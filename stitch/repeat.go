@@ -35,10 +35,16 @@ import "math/bits"
 // context step per request, a map write per large request and per small request that misses the
 // cache.
 
-// contextPlace is where the last large request of a context went.
+// contextPlace is where the last large requests of a context went: the most recent place first,
+// then up to contextPlaces-1 older distinct places of the same size. One place is not enough when
+// two iterations of one shape are separated by another (a multi-scale CNN: 64, 96, 64 pixels):
+// their first requests have contexts of their own (the window reaches into the iteration before),
+// the later ones share contexts, and with one place each the later requests of one iteration
+// follow the other's, which overlap its own early blocks (busy), so both relay every repetition.
 type contextPlace struct {
 	size uint64
-	at   home
+	at   [contextPlaces]home // at[:n]: most recent first
+	n    int
 }
 
 // stepContext notes the current request's size and the live bytes now: its part of the context
@@ -58,20 +64,23 @@ func (e *Engine) context() uint64 {
 	return h
 }
 
-// repeatPlace returns the place the last request of the current context took, if it was of r
-// bytes; unmarked only.
-func (e *Engine) repeatPlace(r uint64) (home, bool) {
+// repeatPlaces returns the places the last requests of the current context took, most recent
+// first, if they were of r bytes (n is 0 otherwise); unmarked only. An array, not a slice: the
+// exact path calls it (pick) and allocates nothing.
+func (e *Engine) repeatPlaces(r uint64) (places [contextPlaces]home, n int) {
 	if e.marked() {
-		return home{}, false
+		return places, 0
 	}
 	cp, ok := e.contexts[e.context()]
 	if !ok || cp.size != r {
-		return home{}, false
+		return places, 0
 	}
-	return cp.at, true
+	return cp.at, cp.n
 }
 
-// rememberContext records where large block b went for the current request; unmarked only.
+// rememberContext records where large block b went for the current request, first among the
+// context's places; the places it held before move down (the oldest dropped), unless b's is one of
+// them or they were of another size. Unmarked only.
 func (e *Engine) rememberContext(b *block) {
 	if e.marked() {
 		return
@@ -79,6 +88,17 @@ func (e *Engine) rememberContext(b *block) {
 	if len(e.contexts) >= maxContexts {
 		clear(e.contexts)
 	}
-	e.contexts[e.context()] = contextPlace{size: b.size, at: b.place()}
+	k := e.context()
+	np := contextPlace{size: b.size, n: 1}
+	np.at[0] = b.place()
+	if old, ok := e.contexts[k]; ok && old.size == b.size {
+		for _, h := range old.at[:old.n] {
+			if h != np.at[0] && np.n < contextPlaces {
+				np.at[np.n] = h
+				np.n++
+			}
+		}
+	}
+	e.contexts[k] = np
 	e.forgetAway()
 }
