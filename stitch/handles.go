@@ -206,15 +206,22 @@ func (e *Engine) remapSites(pa *physAlloc, made []physAlloc, sites []viewSite) {
 			continue
 		}
 		e.log.Error("stitch: remapping a re-cut handle under a view failed; the view is released", "err", err)
-		e.dropSiteView(sites, i, pa.n, func(j int) []physAlloc {
-			switch {
-			case j == i:
-				return left
-			case j < i:
-				return made
-			}
-			return []physAlloc{*pa}
-		})
+		e.dropSiteView(sites, i, pa.n, remapped(i, left, made, []physAlloc{*pa}))
+	}
+}
+
+// remapped gives what each site maps while the sites are moved onto new handles in order and
+// site i failed: the sites before it map made, site i what its failed move left, the sites after
+// it rest (dropSiteView's mapped).
+func remapped(i int, left, made, rest []physAlloc) func(j int) []physAlloc {
+	return func(j int) []physAlloc {
+		switch {
+		case j == i:
+			return left
+		case j < i:
+			return made
+		}
+		return rest
 	}
 }
 
@@ -343,15 +350,7 @@ func (e *Engine) recutInPlace(pa *physAlloc, parts []uint64, sites []viewSite) e
 			continue
 		}
 		if left, err := e.mapSite(s, pa, made); err != nil {
-			e.dropSiteView(sites, i, pa.n, func(j int) []physAlloc {
-				switch {
-				case j == i:
-					return left
-				case j < i:
-					return made
-				}
-				return nil
-			})
+			e.dropSiteView(sites, i, pa.n, remapped(i, left, made, nil))
 		}
 	}
 	e.adopt(pa, made)
