@@ -9,12 +9,16 @@
 //
 //	cnn-train [--models resnet18,resnet50] [--allocators gmlake,gorgonia,direct] [--steps 16]
 //	    [--batch 32] [--sizes 128,160,192,224] [--capacity 16GiB] [--tf32] [--bisect-limit 20s]
-//	    [--json FILE] [--markdown FILE] [--trace DIR]
+//	    [--rounds 1] [--interleave] [--json FILE] [--markdown FILE] [--trace DIR]
 //
 // Every allocator sees the same sequence of sizes and images. The first pass over the sizes is the
 // warm-up (each shape's first step: graph build, cuDNN's algorithm choice, the pools' growth); the
 // steps after it are the steady state. For the largest batch, each try runs three steps at that
 // batch (the largest size, the smallest, the largest again) on the same device, pool and weights.
+//
+// With --interleave every allocator's run is open at once, each on its own pool and device, and
+// they take each step in turn; a step of one is then timed next to the same step of the other,
+// which the paired figure compares, where runs one after another drift apart with the machine.
 //
 // Build with a plain go build (CGO_ENABLED=0 works): cuDNN and the CUDA libraries are opened at run time.
 package main
@@ -32,6 +36,7 @@ import (
 	"github.com/gmlake/gmlake/gpu/internal/traincmd"
 	"github.com/gmlake/gmlake/gpu/pool"
 	"github.com/gmlake/gmlake/internal/units"
+	"github.com/gmlake/gmlake/models"
 )
 
 type cli struct {
@@ -39,6 +44,7 @@ type cli struct {
 	Classes     int           `default:"1000" help:"Classes of the head (the color task uses them all)."`
 	Allocators  []string      `default:"gmlake,gorgonia,direct" help:"Allocators to compare."`
 	Rounds      int           `default:"1" help:"Timed runs per allocator, in alternating order (A B, B A, ...); the table gives the mean."`
+	Interleave  bool          `help:"Open every allocator's run side by side and have them take each step in turn (A B, then B A at the next step), so that the paired figure compares steps milliseconds apart rather than a run apart."`
 	Steps       int           `default:"16" help:"Training steps per allocator (warm-up included)."`
 	Batch       int           `default:"32" help:"Batch of the timed run (and the start of the batch search)."`
 	Sizes       []int         `default:"128,160,192,224" help:"Square image sizes, varied from step to step."`
@@ -93,15 +99,16 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 			return err
 		}
 		rounds := traincmd.Rounds{Allocators: c.Allocators, N: c.Rounds}
-		byAllocator, err := traincmd.Run(rounds, func(round int, alloc string) (*result, error) {
-			rc := *c
-			if round > 0 { // the batch search and the trace belong to the first round
-				rc.MaxBatch, rc.Trace = false, ""
-			}
-			r := rc.session(env, model, w, alloc, stderr)
-			r.Round = round
-			return r, enc.Encode(r)
-		})
+		var byAllocator map[string][]*result
+		if c.Interleave {
+			byAllocator, err = c.interleavedRounds(env, w, model, rounds, enc, stderr)
+		} else {
+			byAllocator, err = traincmd.Run(rounds, func(round int, alloc string) (*result, error) {
+				r := c.forRound(round).session(env, model, w, alloc, stderr)
+				r.Round = round
+				return r, enc.Encode(r)
+			})
+		}
 		if err != nil {
 			return err
 		}
@@ -117,9 +124,33 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 	return nil
 }
 
+// forRound is the settings of a round: the batch search and the trace belong to the first.
+func (c *cli) forRound(round int) *cli {
+	rc := *c
+	if round > 0 {
+		rc.MaxBatch, rc.Trace = false, ""
+	}
+	return &rc
+}
+
+// interleavedRounds runs the rounds of --interleave, each allocator's results in round order.
+func (c *cli) interleavedRounds(e *env, w *models.ResNetWeights, model string, rounds traincmd.Rounds, enc *json.Encoder, log io.Writer) (map[string][]*result, error) {
+	byAllocator := map[string][]*result{}
+	for round, order := range rounds.Order() {
+		for _, r := range c.forRound(round).interleaved(e, w, model, order, log) {
+			r.Round = round
+			if err := enc.Encode(r); err != nil {
+				return nil, err
+			}
+			byAllocator[r.Allocator] = append(byAllocator[r.Allocator], r)
+		}
+	}
+	return byAllocator, nil
+}
+
 // foldRounds is an allocator's result over its rounds: the first round's (which holds the batch
 // search and the trace), with the step and warm-up times of all rounds (traincmd.Fold), or the
-// first round that failed.
+// first round that failed; the time in the allocator is the mean of the rounds'.
 func foldRounds(rounds []*result) *result {
 	for _, r := range rounds {
 		if r.Error != "" {
@@ -130,8 +161,11 @@ func foldRounds(rounds []*result) *result {
 	t := traincmd.Fold(rounds, func(r *result) (float64, float64, float64) { return r.StepMs, r.StepMsMin, r.WarmupMs })
 	r.StepMs, r.StepMsMin, r.WarmupMs, r.RoundStepMs = t.StepMs, t.StepMsMin, t.WarmupMs, t.RoundStepMs
 	r.RoundSteadyMs = nil
+	r.AllocatorMsPerStep, r.AllocatorNsPerCall = 0, 0
 	for _, round := range rounds {
 		r.RoundSteadyMs = append(r.RoundSteadyMs, round.SteadyMs)
+		r.AllocatorMsPerStep += round.AllocatorMsPerStep / float64(len(rounds))
+		r.AllocatorNsPerCall += round.AllocatorNsPerCall / float64(len(rounds))
 	}
 	return &r
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/driver/cuda"
 	"github.com/gmlake/gmlake/gpu"
 	"github.com/gmlake/gmlake/gpu/cudnn"
@@ -81,6 +80,10 @@ type result struct {
 	CallsPerStep  float64
 	StepCalls     []uint64
 	CallsByKind   map[string]float64 `json:",omitempty"`
+	// Wall time inside the allocator's Alloc and Free per steady step (traincmd.AllocClock), and
+	// per call.
+	AllocatorMsPerStep float64
+	AllocatorNsPerCall float64
 	// Requests to the allocator per steady step (every tensor, scratch and workspace), and of them
 	// the convolution workspaces: all of them pass through the allocator, and so the trace.
 	AllocsPerStep     float64
@@ -136,62 +139,85 @@ type run struct {
 	graphs  map[[2]int]*models.ResNetGraph
 	batches map[[2]int]train.ImageBatch
 	task    train.ColorTask
+	rec     *traincmd.Recorder // with --trace: the allocations, written at close
+	clock   *traincmd.AllocClock
 }
 
 func (c *cli) session(e *env, model string, w *models.ResNetWeights, alloc string, log io.Writer) *result {
-	r := &result{Model: model, Allocator: alloc, Batch: c.Batch, Sizes: c.Sizes, Steps: c.Steps, TF32: c.TF32,
-		Capacity: uint64(c.Capacity)}
+	r := c.newResult(model, alloc)
 	if err := c.measure(e, w, r, log); err != nil {
-		r.Error = err.Error()
-		fmt.Fprintf(log, "%s/%s: %v\n", model, alloc, err)
+		c.fail(r, err, log)
 	}
 	return r
 }
 
+// newResult is an empty result of model under alloc, with the run's settings.
+func (c *cli) newResult(model, alloc string) *result {
+	return &result{Model: model, Allocator: alloc, Batch: c.Batch, Sizes: c.Sizes, Steps: c.Steps, TF32: c.TF32,
+		Capacity: uint64(c.Capacity)}
+}
+
 func (c *cli) measure(e *env, w *models.ResNetWeights, r *result, log io.Writer) (err error) {
-	p, err := pool.New(r.Allocator, e.drv, r.Capacity)
+	ru, err := c.open(e, w, r)
 	if err != nil {
 		return err
+	}
+	defer func() { err = errors.Join(err, ru.close(r)) }()
+	if err := ru.timed(r, log); err != nil {
+		return err
+	}
+	return ru.after(r, log)
+}
+
+// open builds r's run: the pool, the device over it (through a trace recorder with --trace),
+// cuDNN's handle and the trainer, the weights and optimizer state resident.
+func (c *cli) open(e *env, w *models.ResNetWeights, r *result) (_ *run, err error) {
+	p, err := pool.New(r.Allocator, e.drv, r.Capacity)
+	if err != nil {
+		return nil, err
 	}
 	task := train.DefaultColorTask
 	task.Classes = c.Classes
 	ru := &run{c: c, w: w, pool: p, graphs: map[[2]int]*models.ResNetGraph{}, batches: map[[2]int]train.ImageBatch{}, task: task}
-	defer func() { err = errors.Join(err, ru.close()) }()
-	var alloc gpu.Allocator = p
-	var rec *traincmd.Recorder
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, ru.close(r))
+		}
+	}()
+	ru.clock = traincmd.NewAllocClock(p)
+	var alloc gpu.Allocator = ru.clock
 	if c.Trace != "" {
-		rec = traincmd.NewRecorder(p, "cnn-train")
-		alloc = rec
-		defer func() {
-			name := fmt.Sprintf("%s-%s", r.Model, r.Allocator)
-			r.TraceAllocs = rec.Allocs()
-			err = errors.Join(err, rec.Write(filepath.Join(c.Trace, name+".trace.gz"), name, c.header()))
-		}()
+		ru.rec = traincmd.NewRecorder(ru.clock, "cnn-train")
+		alloc = ru.rec
 	}
 	if ru.dev, err = gpu.New(gpu.WithAllocator(alloc)); err != nil {
-		return err
+		return nil, err
 	}
 	if ru.dnn, err = graphexec.NewCuDNN(ru.dev, e.dnn, e.math); err != nil {
-		return err
+		return nil, err
 	}
 	g, err := ru.graph(c.Batch, c.Sizes[0])
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opt := gpu.AdamWConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, MaxNorm: 1}
 	if ru.tr, err = graphexec.NewTrainer(ru.dev, g.Graph(), opt, graphexec.WithCuDNN(ru.dnn)); err != nil {
-		return err
+		return nil, err
 	}
 	r.WeightsBytes = ru.dev.MemoryStats().LiveBytes
-	if err := ru.timed(r, log); err != nil {
-		return err
-	}
-	if c.MaxBatch {
+	return ru, nil
+}
+
+// after is what follows the timed steps: the batch search (--max-batch) and the count of the
+// device's allocations, which the trace must hold whole.
+func (ru *run) after(r *result, log io.Writer) error {
+	var err error
+	if ru.c.MaxBatch {
 		err = ru.largestBatch(r, log)
 	}
 	r.DeviceAllocs = ru.dev.MemoryStats().Allocs
-	if rec != nil && rec.Allocs() != r.DeviceAllocs {
-		return errors.Join(err, fmt.Errorf("the trace holds %d allocations, the device made %d", rec.Allocs(), r.DeviceAllocs))
+	if ru.rec != nil && ru.rec.Allocs() != r.DeviceAllocs {
+		return errors.Join(err, fmt.Errorf("the trace holds %d allocations, the device made %d", ru.rec.Allocs(), r.DeviceAllocs))
 	}
 	return err
 }
@@ -257,67 +283,15 @@ func (ru *run) workspaces() (n int, maxBytes uint64) {
 	return n, maxBytes
 }
 
+// timed trains the step sequence alone and times it.
 func (ru *run) timed(r *result, log io.Writer) error {
-	c := ru.c
-	warm := len(c.Sizes)
-	var steady []float64
-	var callsAtSteady, allocsAtSteady uint64
-	var wsAtSteady int
-	byKind, _ := ru.pool.(interface{ CallsByKind() map[string]uint64 })
-	var kindsAtSteady map[string]uint64
-	ru.dev.ResetPeak()
-	for s, size := range c.sizes(c.Steps) {
-		if _, err := ru.batch(c.Batch, size); err != nil {
+	st := ru.stepper(r)
+	for s, size := range ru.c.sizes(ru.c.Steps) {
+		if err := st.step(s, size); err != nil {
 			return err
 		}
-		if s == warm {
-			callsAtSteady = ru.pool.DriverCalls()
-			r.WarmupCalls = callsAtSteady
-			allocsAtSteady = ru.dev.MemoryStats().Allocs
-			wsAtSteady, _ = ru.workspaces()
-			if byKind != nil {
-				kindsAtSteady = byKind.CallsByKind()
-			}
-		}
-		start, callsBefore := time.Now(), ru.pool.DriverCalls()
-		loss, err := ru.step(c.Batch, size)
-		if err != nil {
-			return fmt.Errorf("step %d (batch %d, %d×%d): %w", s, c.Batch, size, size, err)
-		}
-		r.StepCalls = append(r.StepCalls, ru.pool.DriverCalls()-callsBefore)
-		ms := float64(time.Since(start).Microseconds()) / 1000
-		switch {
-		case s == 0:
-			r.FirstStepMs, r.FirstLoss = ms, loss
-			r.WarmupMs += ms
-		case s < warm:
-			r.WarmupMs += ms
-		default:
-			steady = append(steady, ms)
-		}
-		r.LastLoss = loss
 	}
-	n := float64(len(steady))
-	r.CallsPerStep = float64(ru.pool.DriverCalls()-callsAtSteady) / n
-	r.AllocsPerStep = float64(ru.dev.MemoryStats().Allocs-allocsAtSteady) / n
-	ws, wsMax := ru.workspaces()
-	r.WorkspacesPerStep, r.WorkspaceMaxBytes = float64(ws-wsAtSteady)/n, wsMax
-	if byKind != nil {
-		r.CallsByKind = map[string]float64{}
-		for k, v := range byKind.CallsByKind() {
-			r.CallsByKind[k] = float64(v-kindsAtSteady[k]) / n
-		}
-	}
-	var sum float64
-	for _, ms := range steady {
-		sum += ms
-	}
-	r.StepMs, r.StepMsMin, r.SteadyMs = sum/n, slices.Min(steady), steady
-	r.PeakLive, r.PeakReserved = ru.dev.MemoryStats().PeakLiveBytes, ru.pool.PeakReserved()
-	r.Fragmentation = bench.Fragmentation(r.PeakLive, r.PeakReserved)
-	fmt.Fprintf(log, "%s/%s: warm-up %.0f ms, steady %.1f ms/step (min %.1f), peak reserved %.2f GiB (live %.2f GiB), %.1f calls/step, %.0f allocs/step of which %.0f workspaces (largest %.1f MiB), loss %.3f -> %.3f\n",
-		r.Model, r.Allocator, r.WarmupMs, r.StepMs, r.StepMsMin, gib(r.PeakReserved), gib(r.PeakLive), r.CallsPerStep,
-		r.AllocsPerStep, r.WorkspacesPerStep, float64(r.WorkspaceMaxBytes)/(1<<20), r.FirstLoss, r.LastLoss)
+	st.finish(log)
 	return nil
 }
 
@@ -373,8 +347,15 @@ func (ru *run) largestBatch(r *result, log io.Writer) error {
 	return nil
 }
 
-func (ru *run) close() error {
+// close writes the trace (--trace), then closes the trainer, cuDNN's handle, the device and the
+// pool.
+func (ru *run) close(r *result) error {
 	var errs []error
+	if ru.rec != nil {
+		name := fmt.Sprintf("%s-%s", r.Model, r.Allocator)
+		r.TraceAllocs = ru.rec.Allocs()
+		errs = append(errs, ru.rec.Write(filepath.Join(ru.c.Trace, name+".trace.gz"), name, ru.c.header()))
+	}
 	if ru.tr != nil {
 		errs = append(errs, ru.tr.Close())
 	}

@@ -16,6 +16,19 @@ func TestRoundsOrder(t *testing.T) {
 	assert.Equal(t, [][]string{{"a", "b"}}, Rounds{Allocators: []string{"a", "b"}}.Order(), "0 rounds is one")
 }
 
+func TestTurns(t *testing.T) {
+	assert.Equal(t, []int{0, 1}, Turns(2, 0))
+	assert.Equal(t, []int{1, 0}, Turns(2, 1))
+	assert.Equal(t, []int{2, 0, 1}, Turns(3, 5))
+	first := map[int]int{}
+	for s := range 12 {
+		order := Turns(3, s)
+		assert.ElementsMatch(t, []int{0, 1, 2}, order, "every run steps once per step")
+		first[order[0]]++
+	}
+	assert.Equal(t, map[int]int{0: 4, 1: 4, 2: 4}, first, "each run goes first as often as the others")
+}
+
 func TestFold(t *testing.T) {
 	type run struct{ step, least, warm float64 }
 	times := func(r run) (float64, float64, float64) { return r.step, r.least, r.warm }
