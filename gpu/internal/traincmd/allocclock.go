@@ -43,3 +43,11 @@ func (c *AllocClock) Free(p uintptr, size uint64) error {
 func (c *AllocClock) Spent() (time.Duration, uint64) {
 	return time.Duration(c.spent.Load()), c.calls.Load()
 }
+
+// MarkIteration passes the hint on to a pool that takes it, untimed: a Device hands it only to an
+// allocator that has the method, so the clock must have it for the engine to see iterations.
+func (c *AllocClock) MarkIteration() {
+	if m, ok := c.Pool.(interface{ MarkIteration() }); ok {
+		m.MarkIteration()
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gmlake/gmlake/gpu"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -30,7 +31,7 @@ func (p *slowPool) Free(ptr uintptr, size uint64) error {
 }
 
 // TestAllocClockTimesEveryCall: every Alloc and Free is counted and timed, failures included and
-// passed on unchanged, and the pool's other methods pass through.
+// passed on unchanged, and the pool's other methods and the iteration hint pass through.
 func TestAllocClockTimesEveryCall(t *testing.T) {
 	p := &slowPool{}
 	c := NewAllocClock(p)
@@ -43,4 +44,9 @@ func TestAllocClockTimesEveryCall(t *testing.T) {
 	assert.Equal(t, uint64(3), calls)
 	assert.GreaterOrEqual(t, spent, 3*time.Millisecond)
 	assert.Equal(t, "bump", c.Name())
+	var a gpu.Allocator = c
+	m, ok := a.(interface{ MarkIteration() })
+	require.True(t, ok, "the Device finds the iteration hint through the clock")
+	m.MarkIteration()
+	assert.Equal(t, 1, p.marks, "and it reaches the pool")
 }
