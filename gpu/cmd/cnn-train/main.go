@@ -161,11 +161,10 @@ func foldRounds(rounds []*result) *result {
 	t := traincmd.Fold(rounds, func(r *result) (float64, float64, float64) { return r.StepMs, r.StepMsMin, r.WarmupMs })
 	r.StepMs, r.StepMsMin, r.WarmupMs, r.RoundStepMs = t.StepMs, t.StepMsMin, t.WarmupMs, t.RoundStepMs
 	r.RoundSteadyMs = nil
-	r.AllocatorMsPerStep, r.AllocatorNsPerCall = 0, 0
 	for _, round := range rounds {
 		r.RoundSteadyMs = append(r.RoundSteadyMs, round.SteadyMs)
-		r.AllocatorMsPerStep += round.AllocatorMsPerStep / float64(len(rounds))
-		r.AllocatorNsPerCall += round.AllocatorNsPerCall / float64(len(rounds))
 	}
+	r.AllocatorMsPerStep = traincmd.Mean(rounds, func(r *result) float64 { return r.AllocatorMsPerStep })
+	r.AllocatorNsPerCall = traincmd.Mean(rounds, func(r *result) float64 { return r.AllocatorNsPerCall })
 	return &r
 }

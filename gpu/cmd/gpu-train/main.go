@@ -130,7 +130,7 @@ func contains(list []string, s string) bool {
 
 // foldRounds is an allocator's result over its rounds: the first round's (which holds the batch
 // search and the trace), with the step and warm-up times of all rounds (traincmd.Fold), or the
-// first round that failed.
+// first round that failed; the time in the allocator is the mean of the rounds'.
 func foldRounds(rounds []*result) *result {
 	for _, r := range rounds {
 		if r.Error != "" {
@@ -140,5 +140,7 @@ func foldRounds(rounds []*result) *result {
 	r := *rounds[0]
 	t := traincmd.Fold(rounds, func(r *result) (float64, float64, float64) { return r.StepMs, r.StepMsMin, r.WarmupMs })
 	r.StepMs, r.StepMsMin, r.WarmupMs, r.RoundStepMs = t.StepMs, t.StepMsMin, t.WarmupMs, t.RoundStepMs
+	r.AllocatorMsPerStep = traincmd.Mean(rounds, func(r *result) float64 { return r.AllocatorMsPerStep })
+	r.AllocatorNsPerCall = traincmd.Mean(rounds, func(r *result) float64 { return r.AllocatorNsPerCall })
 	return &r
 }

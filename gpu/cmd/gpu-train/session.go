@@ -61,10 +61,13 @@ type result struct {
 	StepCalls     []uint64 // memory driver calls of each step, warm-up included
 	// CallsByKind: gmlake's driver calls by kind and requests by outcome, per steady-state step.
 	CallsByKind map[string]float64 `json:",omitempty"`
-	Recomputes  int                // recompute steps in the last step's program
-	Offloads    int
-	FirstLoss   float32
-	LastLoss    float32
+	// Wall time inside the pool's Alloc and Free per steady step (traincmd.AllocClock), and per call.
+	AllocatorMsPerStep float64
+	AllocatorNsPerCall float64
+	Recomputes         int // recompute steps in the last step's program
+	Offloads           int
+	FirstLoss          float32
+	LastLoss           float32
 
 	MaxBatch     int    // largest batch that trained; 0 when not searched or none did
 	FailedBatch  int    // smallest batch that failed (0: none failed within the search)
@@ -111,6 +114,7 @@ type run struct {
 	graphs map[[2]int]*models.Graph
 	rng    *rand.Rand
 	vocab  int
+	clock  *traincmd.AllocClock // the time inside the pool
 }
 
 func (c *cli) session(e *env, model string, w *models.Weights, alloc string, log io.Writer) *result {
@@ -136,9 +140,10 @@ func (c *cli) measure(e *env, w *models.Weights, r *result, log io.Writer) (err 
 	ru := &run{c: c, w: w, pool: p, graphs: map[[2]int]*models.Graph{}, rng: rand.New(rand.NewPCG(3, 4)),
 		vocab: w.Config.Vocab, lora: &models.LoRA{Rank: 16, Alpha: 32, Targets: c.LoRA, Seed: 1}}
 	defer func() { err = errors.Join(err, ru.close()) }()
-	var alloc gpu.Allocator = p
+	ru.clock = traincmd.NewAllocClock(p)
+	var alloc gpu.Allocator = ru.clock
 	if c.Trace != "" {
-		rec := traincmd.NewRecorder(p, "gpu-train")
+		rec := traincmd.NewRecorder(ru.clock, "gpu-train")
 		alloc = rec
 		defer func() {
 			name := fmt.Sprintf("%s-%s", r.Model, r.Allocator)
@@ -194,58 +199,25 @@ func (ru *run) step(batch, seq int) (float32, error) {
 // timed runs the configured steps and fills in the time, memory and call figures.
 func (ru *run) timed(r *result, log io.Writer) error {
 	c := ru.c
-	warm := len(c.Seqs)
-	var steady []float64
-	var callsAtSteady uint64
-	byKind, _ := ru.pool.(interface{ CallsByKind() map[string]uint64 })
-	var kindsAtSteady map[string]uint64
 	ru.dev.ResetPeak()
+	l := traincmd.NewStepLog(ru.pool, ru.clock, len(c.Seqs))
 	for s, seq := range c.shapes(c.Steps) {
-		if s == warm {
-			callsAtSteady = ru.pool.DriverCalls()
-			r.WarmupCalls = callsAtSteady
-			if byKind != nil {
-				kindsAtSteady = byKind.CallsByKind()
-			}
-		}
-		start, callsBefore := time.Now(), ru.pool.DriverCalls()
-		loss, err := ru.step(c.Batch, seq)
-		if err != nil {
+		if err := l.Step(s, func() (float32, error) { return ru.step(c.Batch, seq) }); err != nil {
 			return fmt.Errorf("step %d (batch %d, seq %d): %w", s, c.Batch, seq, err)
 		}
-		r.StepCalls = append(r.StepCalls, ru.pool.DriverCalls()-callsBefore)
-		ms := float64(time.Since(start).Microseconds()) / 1000
-		switch {
-		case s == 0:
-			r.FirstStepMs, r.FirstLoss = ms, loss
-			r.WarmupMs += ms
-		case s < warm:
-			r.WarmupMs += ms
-		default:
-			steady = append(steady, ms)
-		}
-		r.LastLoss = loss
 	}
-	r.CallsPerStep = float64(ru.pool.DriverCalls()-callsAtSteady) / float64(len(steady))
-	if byKind != nil {
-		r.CallsByKind = map[string]float64{}
-		for k, n := range byKind.CallsByKind() {
-			r.CallsByKind[k] = float64(n-kindsAtSteady[k]) / float64(len(steady))
-		}
-	}
-	var sum float64
-	for _, ms := range steady {
-		sum += ms
-	}
-	r.StepMs, r.StepMsMin = sum/float64(len(steady)), slices.Min(steady)
+	r.FirstStepMs, r.WarmupMs, r.FirstLoss, r.LastLoss = l.FirstMs, l.WarmupMs, l.FirstLoss, l.LastLoss
+	r.StepMs, r.StepMsMin = l.MeanMs(), l.MinMs()
+	r.WarmupCalls, r.StepCalls, r.CallsPerStep, r.CallsByKind = l.WarmupCalls, l.StepCalls, l.CallsPerStep(), l.CallsByKind()
+	r.AllocatorMsPerStep, r.AllocatorNsPerCall = l.AllocatorTime()
 	r.PeakLive, r.PeakReserved = ru.dev.MemoryStats().PeakLiveBytes, ru.pool.PeakReserved()
 	r.Fragmentation = bench.Fragmentation(r.PeakLive, r.PeakReserved)
 	if m, err := ru.tr.Machine(ru.graphs[[2]int{c.Batch, c.Seqs[0]}]); err == nil {
 		r.Recomputes, r.Offloads = m.Counts().Recomputes, m.Counts().Offloads
 	}
-	fmt.Fprintf(log, "%s/%s: warm-up %.0f ms, steady %.1f ms/step, peak reserved %.2f GiB (live %.2f GiB), %.1f calls/step %v, loss %.3f -> %.3f\n",
-		r.Model, r.Allocator, r.WarmupMs, r.StepMs, gib(r.PeakReserved), gib(r.PeakLive), r.CallsPerStep, r.CallsByKind,
-		r.FirstLoss, r.LastLoss)
+	fmt.Fprintf(log, "%s/%s: warm-up %.0f ms, steady %.1f ms/step, peak reserved %.2f GiB (live %.2f GiB), %.2f ms/step in the allocator (%.0f ns per call), %.1f calls/step %v, loss %.3f -> %.3f\n",
+		r.Model, r.Allocator, r.WarmupMs, r.StepMs, gib(r.PeakReserved), gib(r.PeakLive), r.AllocatorMsPerStep, r.AllocatorNsPerCall,
+		r.CallsPerStep, r.CallsByKind, r.FirstLoss, r.LastLoss)
 	return nil
 }
 

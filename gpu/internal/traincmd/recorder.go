@@ -1,6 +1,8 @@
 // Package traincmd holds what the GPU training commands (gpu-train, cnn-train) share: the recorder
-// that writes a run's allocation requests down as a trace, and the search for the largest batch
-// that fits.
+// that writes a run's allocation requests down as a trace, the clock of the time spent inside the
+// allocator, the log of each step's time and driver calls split into warm-up and steady steps, the
+// order of timed rounds and of steps taken in turn with their paired comparison, and the search for
+// the largest batch that fits.
 package traincmd
 
 import (

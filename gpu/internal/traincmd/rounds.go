@@ -112,3 +112,15 @@ func PairedRatio(a, b [][]float64) (float64, bool) {
 	}
 	return (ratios[n/2-1] + ratios[n/2]) / 2, true
 }
+
+// Mean is the mean of f over the rounds (0 for none): a per-step figure folded like the step time.
+func Mean[R any](rounds []R, f func(R) float64) float64 {
+	if len(rounds) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, r := range rounds {
+		sum += f(r)
+	}
+	return sum / float64(len(rounds))
+}

@@ -29,6 +29,11 @@ func TestTurns(t *testing.T) {
 	assert.Equal(t, map[int]int{0: 4, 1: 4, 2: 4}, first, "each run goes first as often as the others")
 }
 
+func TestMean(t *testing.T) {
+	assert.InDelta(t, 2.5, Mean([]float64{1, 4}, func(x float64) float64 { return x }), 1e-12)
+	assert.Zero(t, Mean(nil, func(x float64) float64 { return x }))
+}
+
 func TestFold(t *testing.T) {
 	type run struct{ step, least, warm float64 }
 	times := func(r run) (float64, float64, float64) { return r.step, r.least, r.warm }
