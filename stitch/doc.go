@@ -39,9 +39,11 @@
 // 7 -> 33: blocks of new sizes keep re-cutting handles); the largest warm-up iteration's is lower
 // on all 19 (llama1b-full 1029 -> 375 ms, neox20b 2012 -> 354); capacity / peak active is within
 // 0.003 of the default's on all 19 (llama1b-full 1.0050 -> 1.0077, the multi-scale ResNet-50
-// 1.0043 -> 1.0055); in the fourth of four repetitions no trace but the two-stream one makes a
-// driver call. Releasing the idle views at every re-cut instead cost that ResNet-50 1.0154 and
-// left opt1.3b-full 37 calls per iteration and Mixtral-MoE 21 in the fourth repetition, for less
+// 1.0043 -> 1.0055); in the fourth of four repetitions no trace makes a VMM call, and the
+// two-stream one makes only event calls (record, query, destroy: 59 of each per iteration, the
+// default 112 marked and 54 unmarked), which order the reuse of blocks freed on the other stream.
+// Releasing the idle views at every re-cut instead cost that ResNet-50 1.0154 and left
+// opt1.3b-full 37 calls per iteration and Mixtral-MoE 21 in the fourth repetition, for less
 // steady driver time on most traces (neox20b 51 against 105 ms, bert-base 39 against 57).
 // Unmarked the option costs capacity (opt1.3b-lora-ckpt-off 1.0304 against the default's 1.0010,
 // Qwen-150k 1.0198 against 1.0028) and keeps stitching in the fourth repetition on 11 of 19
