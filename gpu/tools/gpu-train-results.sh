@@ -25,7 +25,7 @@ fi
 	echo
 	echo "Per model and allocator, one pool, device and set of resident weights. Steady step: mean wall time of"
 	echo "the steps after the first pass over the sequence lengths (the warm-up); the step ends when the loss is"
-	echo "on the host. Peak reserved: gmlake's physical memory high-water mark; for the Gorgonia pool the arena's"
+	echo "on the host. In the allocator: wall time inside the allocator's Alloc and Free per steady step. Peak reserved: gmlake's physical memory high-water mark; for the Gorgonia pool the arena's"
 	echo "high-water mark (the smallest arena that would have served; the arena itself is the capacity); for direct"
 	echo "the peak of live cuMemAlloc bytes. Peak live: requested bytes at the peak (weights included)."
 	echo "Fragmentation: 1 − peak live / peak reserved. Driver calls: memory calls (VMM calls for gmlake,"

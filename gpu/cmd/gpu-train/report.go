@@ -23,8 +23,8 @@ func (c *cli) markdown(device string, results []*result) string {
 	if c.Rounds > 1 {
 		fmt.Fprintf(&b, "Each allocator ran %d times, in alternating order (A B, B A, ...); the step time is the mean over those runs, the warm-up the least (the process's first run also pays one-time library costs), the batch search and loss are the first run's.\n\n", c.Rounds)
 	}
-	b.WriteString("| model | allocator | steady step (ms) | vs best | warm-up (ms) | peak reserved (GiB) | peak live (GiB) | fragmentation | driver calls/step | warm-up calls | largest batch | loss first → last |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| model | allocator | steady step (ms) | vs best | in the allocator (ms/step) | warm-up (ms) | peak reserved (GiB) | peak live (GiB) | fragmentation | driver calls/step | warm-up calls | largest batch | loss first → last |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	best := map[string]float64{}
 	for _, r := range results {
 		if r.Error == "" && r.StepMs > 0 && (best[r.Model] == 0 || r.StepMs < best[r.Model]) {
@@ -33,11 +33,11 @@ func (c *cli) markdown(device string, results []*result) string {
 	}
 	for _, r := range results {
 		if r.Error != "" && r.StepMs == 0 {
-			fmt.Fprintf(&b, "| %s | %s | failed: %s |||||||||\n", r.Model, r.Allocator, r.Error)
+			fmt.Fprintf(&b, "| %s | %s | failed: %s ||||||||||\n", r.Model, r.Allocator, r.Error)
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.1f | %+.1f%% | %.0f | %.2f | %.2f | %.1f%% | %.1f | %d | %s | %.3f → %.3f |\n",
-			r.Model, r.Allocator, r.StepMs, 100*(r.StepMs/best[r.Model]-1), r.WarmupMs, gib(r.PeakReserved),
+		fmt.Fprintf(&b, "| %s | %s | %.1f | %+.1f%% | %.2f | %.0f | %.2f | %.2f | %.1f%% | %.1f | %d | %s | %.3f → %.3f |\n",
+			r.Model, r.Allocator, r.StepMs, 100*(r.StepMs/best[r.Model]-1), r.AllocatorMsPerStep, r.WarmupMs, gib(r.PeakReserved),
 			gib(r.PeakLive), 100*r.Fragmentation, r.CallsPerStep, r.WarmupCalls, traincmd.BatchCell(r.MaxBatch, r.FailedBatch), r.FirstLoss, r.LastLoss)
 	}
 	b.WriteString("\n")
