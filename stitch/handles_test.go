@@ -102,24 +102,7 @@ func TestFollowBlocksRecutFaults(t *testing.T) {
 					x, err := h.alloc(100*MiB, 0)
 					require.NoError(t, err)
 					require.NoError(t, h.free(x))
-					h.d.FailNth(kind, int(h.d.Calls()[kind])+n, nil)
-					if rb != stitch.NumCallKinds {
-						// The rollback's first call of that kind after the fault fails too.
-						h.d.FailNth(rb, int(h.d.Calls()[rb])+n+1, nil)
-					}
-					for i, size := range []uint64{60 * MiB, 40 * MiB, 30 * MiB} {
-						if _, err := h.alloc(size, 0); err != nil {
-							require.ErrorIs(t, err, sim.ErrInjected, "alloc %d", i)
-						}
-						h.check(fmt.Sprintf("alloc %d", i))
-						st, live := h.e.Stats(), h.d.Live()
-						require.Equal(t, live.PhysicalBytes, st.ReservedBytes, "alloc %d: physical memory the engine does not know of", i)
-						require.Equal(t, live.VirtualBytes, st.VirtualBytes, "alloc %d: virtual ranges the engine does not know of", i)
-					}
-					h.d.ClearFaults()
-					require.NoError(t, h.e.EmptyCache())
-					h.check("after EmptyCache")
-					h.closeAndCheckLeaks()
+					h.allocsSurviveFaults(kind, n, rb, []uint64{60 * MiB, 40 * MiB, 30 * MiB})
 				})
 			}
 		}
@@ -237,23 +220,7 @@ func TestFollowBlocksRecutUnderViewFaults(t *testing.T) {
 						h := newHarness(t, []sim.Option{sim.WithCapacity(capacity)}, stitch.WithHandlesFollowBlocks())
 						h.e.MarkIteration()
 						stitchOverTwoFreed(t, h)
-						h.d.FailNth(kind, int(h.d.Calls()[kind])+n, nil)
-						if second != stitch.NumCallKinds {
-							h.d.FailNth(second, int(h.d.Calls()[second])+n+1, nil)
-						}
-						for i, size := range []uint64{60 * MiB, 30 * MiB, 100 * MiB} {
-							if _, err := h.alloc(size, 0); err != nil {
-								require.ErrorIs(t, err, sim.ErrInjected, "alloc %d", i)
-							}
-							h.check(fmt.Sprintf("alloc %d", i))
-							st, live := h.e.Stats(), h.d.Live()
-							require.Equal(t, live.PhysicalBytes, st.ReservedBytes, "alloc %d: physical memory the engine does not know of", i)
-							require.Equal(t, live.VirtualBytes, st.VirtualBytes, "alloc %d: virtual ranges the engine does not know of", i)
-						}
-						h.d.ClearFaults()
-						require.NoError(t, h.e.EmptyCache())
-						h.check("after EmptyCache")
-						h.closeAndCheckLeaks()
+						h.allocsSurviveFaults(kind, n, second, []uint64{60 * MiB, 30 * MiB, 100 * MiB})
 					})
 				}
 			}
@@ -282,5 +249,31 @@ func TestFollowBlocksRecutWaitsForTheDevice(t *testing.T) {
 		require.Equal(t, want, calls[stitch.CallSynchronize], "re-cut %d: waits for the device after a free only", i)
 	}
 	h.check("end")
+	h.closeAndCheckLeaks()
+}
+
+// allocsSurviveFaults makes the n-th next call of kind fail and, unless second is NumCallKinds,
+// the call of kind second after it too (a rollback's first call of that kind); then each request
+// of sizes succeeds or fails with the injected error, leaving the engine consistent and knowing
+// every physical and virtual byte the driver holds; with the faults cleared, EmptyCache and Close
+// give everything back.
+func (h *harness) allocsSurviveFaults(kind stitch.CallKind, n int, second stitch.CallKind, sizes []uint64) {
+	t := h.t
+	h.d.FailNth(kind, int(h.d.Calls()[kind])+n, nil)
+	if second != stitch.NumCallKinds {
+		h.d.FailNth(second, int(h.d.Calls()[second])+n+1, nil)
+	}
+	for i, size := range sizes {
+		if _, err := h.alloc(size, 0); err != nil {
+			require.ErrorIs(t, err, sim.ErrInjected, "alloc %d", i)
+		}
+		h.check(fmt.Sprintf("alloc %d", i))
+		st, live := h.e.Stats(), h.d.Live()
+		require.Equal(t, live.PhysicalBytes, st.ReservedBytes, "alloc %d: physical memory the engine does not know of", i)
+		require.Equal(t, live.VirtualBytes, st.VirtualBytes, "alloc %d: virtual ranges the engine does not know of", i)
+	}
+	h.d.ClearFaults()
+	require.NoError(t, h.e.EmptyCache())
+	h.check("after EmptyCache")
 	h.closeAndCheckLeaks()
 }

@@ -144,16 +144,7 @@ func TestTakeHomeRecarvesCachedBlock(t *testing.T) {
 	e, err := New(&nullDriver{}, WithCapacity(256*mib))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
-	// take is what allocSlow does around a home's take.
-	take := func(h home, r uint64) *block {
-		b := e.takeHome(h, r)
-		require.NotNil(t, b)
-		b.stream = 0
-		e.blocks[b.ptr] = b
-		e.markLive(b, r)
-		require.NoError(t, e.Check())
-		return b
-	}
+	take := func(h home, r uint64) *block { return liveTaken(t, e, e.takeHome(h, r), r) }
 	cached := func(size uint64) *block {
 		p, err := e.Alloc(size, 0)
 		require.NoError(t, err)
@@ -196,15 +187,8 @@ func TestTakeHomeRecarvesCachedBlock(t *testing.T) {
 	})
 
 	t.Run("wider", func(t *testing.T) {
-		p1, err := e.Alloc(8*mib, 0)
-		require.NoError(t, err)
-		p2, err := e.Alloc(8*mib, 0)
-		require.NoError(t, err)
-		a1, a2 := e.blocks[p1], e.blocks[p2]
-		if a2.pos < a1.pos {
-			a1, a2, p1, p2 = a2, a1, p2, p1
-		}
-		require.Equal(t, a1.pos+8*mib, a2.pos, "two adjacent blocks")
+		a1, a2 := adjacentBlocks(t, e, 8*mib)
+		p1, p2 := a1.ptr, a2.ptr
 		require.NoError(t, e.Free(p1, 8*mib))
 		require.NoError(t, e.Free(p2, 8*mib))
 		pos := a1.pos
@@ -227,15 +211,8 @@ func TestPlaceUnderHandsTakeTheBlocks(t *testing.T) {
 	e, err := New(&nullDriver{}, WithCapacity(256*mib))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
-	p1, err := e.Alloc(8*mib, 0)
-	require.NoError(t, err)
-	p2, err := e.Alloc(8*mib, 0)
-	require.NoError(t, err)
-	a1, a2 := e.blocks[p1], e.blocks[p2]
-	if a2.pos < a1.pos {
-		a1, a2, p1, p2 = a2, a1, p2, p1
-	}
-	require.Equal(t, a1.pos+8*mib, a2.pos, "two adjacent blocks")
+	a1, a2 := adjacentBlocks(t, e, 8*mib)
+	p1, p2 := a1.ptr, a2.ptr
 	h := home{off: a1.pos}
 
 	_, free := e.placeUnder(h, 12*mib)
@@ -248,12 +225,7 @@ func TestPlaceUnderHandsTakeTheBlocks(t *testing.T) {
 	under, free := e.placeUnder(h, 12*mib)
 	require.True(t, free)
 	assert.Equal(t, []*block{a1, a2}, under, "each cached block at the place, once, in address order")
-	b := e.takeHomeOver(h, 12*mib, under, true)
-	require.NotNil(t, b)
-	b.stream = 0
-	e.blocks[b.ptr] = b
-	e.markLive(b, 12*mib)
-	require.NoError(t, e.Check())
+	b := liveTaken(t, e, e.takeHomeOver(h, 12*mib, under, true), 12*mib)
 	assert.Nil(t, e.blocks[p2], "the second block flushed")
 	_, loose := e.loose.containing(a1.pos+12*mib, a1.pos+16*mib)
 	assert.True(t, loose, "the rest of it loose")
@@ -263,12 +235,35 @@ func TestPlaceUnderHandsTakeTheBlocks(t *testing.T) {
 	under, free = e.placeUnder(h, 12*mib)
 	require.True(t, free)
 	assert.Empty(t, under, "loose bytes only")
-	b = e.takeHomeOver(h, 12*mib, under, true)
+	liveTaken(t, e, e.takeHomeOver(h, 12*mib, under, true), 12*mib)
+}
+
+// liveTaken is what allocSlow does with the block b a take of r bytes made: b is registered and
+// live, and Check is clean.
+func liveTaken(t *testing.T, e *Engine, b *block, r uint64) *block {
+	t.Helper()
 	require.NotNil(t, b)
 	b.stream = 0
 	e.blocks[b.ptr] = b
-	e.markLive(b, 12*mib)
+	e.markLive(b, r)
 	require.NoError(t, e.Check())
+	return b
+}
+
+// adjacentBlocks allocates two live blocks of size bytes that lie one after the other in the
+// arena, and returns them in address order.
+func adjacentBlocks(t *testing.T, e *Engine, size uint64) (*block, *block) {
+	t.Helper()
+	p1, err := e.Alloc(size, 0)
+	require.NoError(t, err)
+	p2, err := e.Alloc(size, 0)
+	require.NoError(t, err)
+	a1, a2 := e.blocks[p1], e.blocks[p2]
+	if a2.pos < a1.pos {
+		a1, a2 = a2, a1
+	}
+	require.Equal(t, a1.pos+size, a2.pos, "two adjacent blocks")
+	return a1, a2
 }
 
 // TestPlaceUnderListsStitchedBlockOnce: a cached stitched block whose two pieces both lie in a
