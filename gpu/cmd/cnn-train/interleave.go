@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/gmlake/gmlake/gpu/internal/traincmd"
@@ -51,13 +50,4 @@ func (c *cli) interleaved(e *env, w *models.ResNetWeights, model string, allocat
 		}
 	}
 	return results
-}
-
-// fail records a run's error in its result (after any it holds) and the log.
-func (c *cli) fail(r *result, err error, log io.Writer) {
-	if r.Error != "" {
-		r.Error += "; "
-	}
-	r.Error += err.Error()
-	fmt.Fprintf(log, "%s/%s: %v\n", r.Model, r.Allocator, err)
 }

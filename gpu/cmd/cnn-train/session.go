@@ -151,6 +151,15 @@ func (c *cli) session(e *env, model string, w *models.ResNetWeights, alloc strin
 	return r
 }
 
+// fail records a run's error in its result (after any it holds) and the log.
+func (c *cli) fail(r *result, err error, log io.Writer) {
+	if r.Error != "" {
+		r.Error += "; "
+	}
+	r.Error += err.Error()
+	fmt.Fprintf(log, "%s/%s: %v\n", r.Model, r.Allocator, err)
+}
+
 // newResult is an empty result of model under alloc, with the run's settings.
 func (c *cli) newResult(model, alloc string) *result {
 	return &result{Model: model, Allocator: alloc, Batch: c.Batch, Sizes: c.Sizes, Steps: c.Steps, TF32: c.TF32,
