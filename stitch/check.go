@@ -37,7 +37,12 @@ func (c *checker) fail(format string, args ...any) {
 }
 
 func (e *Engine) checkFreeSet(c *checker, name string, f *freeSet) {
-	if f.byAddr.len() != f.bySize.len() {
+	switch {
+	case f.sizeStale && f.bySize.len() != 0:
+		c.fail("%s: %d spans in a dropped size index", name, f.bySize.len())
+	case f.sizeStale && !f.lazySize:
+		c.fail("%s: an eagerly kept size index dropped", name)
+	case !f.sizeStale && f.byAddr.len() != f.bySize.len():
 		c.fail("%s: %d spans by address, %d by size", name, f.byAddr.len(), f.bySize.len())
 	}
 	var prev *span
@@ -55,7 +60,7 @@ func (e *Engine) checkFreeSet(c *checker, name string, f *freeSet) {
 		if prev != nil && prev.end == s.start && prev.owner == s.owner {
 			c.fail("%s: spans %+v and %+v not coalesced", name, *prev, s)
 		}
-		if got, ok := f.bySize.ceil(s); !ok || got != s {
+		if got, ok := f.bySize.ceil(s); !f.sizeStale && (!ok || got != s) {
 			c.fail("%s: span %+v missing from the size index", name, s)
 		}
 		p := s

@@ -132,10 +132,17 @@ func TestCheckReportsEveryCorruption(t *testing.T) {
 	}{
 		{"loose byte count", func(t *testing.T, e *Engine) { e.loose.bytes += 4096 }, "loose: spans hold"},
 		{"loose size index", func(t *testing.T, e *Engine) {
-			s, ok := e.loose.bySize.max()
+			s, ok := e.loose.sizes().max()
 			require.True(t, ok)
 			e.loose.bySize.remove(s)
 		}, "missing from the size index"},
+		{"dropped loose size index", func(t *testing.T, e *Engine) {
+			s, ok := e.loose.byAddr.max()
+			require.True(t, ok)
+			e.loose.bySize.clear()
+			e.loose.sizeStale = true
+			e.loose.bySize.insertUnwatched(s)
+		}, "spans in a dropped size index"},
 		{"small free count", func(t *testing.T, e *Engine) { e.smallFree.bytes-- }, "small free: spans hold"},
 		{"pointer index", func(t *testing.T, e *Engine) {
 			b := anyBlock(t, e, func(b *block) bool { return b.kind == primitive && b.live })

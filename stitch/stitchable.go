@@ -44,7 +44,7 @@ func newStitchable() stitchable {
 
 // newLoose makes an empty loose set that keeps the stitch index.
 func (e *Engine) newLoose() *freeSet {
-	f := newFreeSet()
+	f := newLazyFreeSet()
 	f.bySize.watch = e.looseChanged
 	e.stitchable = newStitchable()
 	return f

@@ -61,6 +61,22 @@ func (t *tree) insertWith(s span, b *block) {
 	}
 }
 
+// insertUnwatched adds s, unweighted, without telling the watcher (a rebuild of what it was told).
+func (t *tree) insertUnwatched(s span) {
+	hi, lo := t.key(s)
+	t.t.Insert(hi, lo, 0, tnode{s: s})
+}
+
+// notify tells the watcher, if any, that s was added or removed.
+func (t *tree) notify(s span, added bool) {
+	if t.watch != nil {
+		t.watch(s, added)
+	}
+}
+
+// clear empties the tree; its watcher is not told.
+func (t *tree) clear() { t.t.Clear() }
+
 // remove deletes the span ordered equal to s; it reports whether there was one.
 func (t *tree) remove(s span) bool {
 	gone := t.t.Delete(t.key(s))

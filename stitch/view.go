@@ -334,7 +334,7 @@ func (e *Engine) stitchPlan(r uint64) ([]span, uint64) {
 	}
 	cands := e.candBuf[:0]
 	var ends planEnds
-	e.loose.bySize.largestFirst(func(s, _ span, _ bool) bool {
+	e.loose.sizes().largestFirst(func(s, _ span, _ bool) bool {
 		if c, ok := e.candidateOf(s); ok {
 			cands = append(cands, c)
 			ends.add(cands)

@@ -214,3 +214,21 @@ func ascendHeavy[V any](n *Node[V], fromHi, fromLo uint64, atLeast func() uint64
 	}
 	return true
 }
+
+// Clear empties the tree, keeping its nodes for reuse.
+func (t *Tree[V]) Clear() {
+	var zero V
+	var drop func(n *Node[V])
+	drop = func(n *Node[V]) {
+		if n == nil {
+			return
+		}
+		l, r := n.left, n.right
+		n.left, n.right, n.Value = nil, t.spare, zero
+		t.spare = n
+		drop(l)
+		drop(r)
+	}
+	drop(t.root)
+	t.root, t.len = nil, 0
+}
