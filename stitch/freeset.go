@@ -13,6 +13,9 @@ package stitch
 // and nothing asks it for a best fit, so its size index was a fifth of the tree operations there
 // and is now none (the H200 ResNet-18 trace: 268 of 1,359 per iteration). The spans it holds, and
 // so every answer, are the same either way.
+//
+// A span that changes is given a new tnode in the address index, so that what was noted of the old
+// one (tnode.boundZero) goes with it.
 type freeSet struct {
 	byAddr tree
 	bySize tree   // read through sizes
@@ -115,18 +118,18 @@ func (f *freeSet) insert(s span) span {
 		f.sizeRemove(p)
 		f.sizeRemove(n)
 		f.byAddr.remove(n)
-		prev.Value.s = merged
+		prev.Value = tnode{s: merged}
 	case prev != nil:
 		p := prev.Value.s
 		merged.start = p.start
 		f.sizeRemove(p)
-		prev.Value.s = merged
+		prev.Value = tnode{s: merged}
 	case next != nil:
 		n := next.Value.s
 		merged.end = n.end
 		f.sizeRemove(n)
 		next.Rekey(f.byAddr.key(merged))
-		next.Value.s = merged
+		next.Value = tnode{s: merged}
 	default:
 		f.byAddr.insert(s)
 	}
@@ -158,16 +161,16 @@ func (f *freeSet) take(start, end uint64) bool {
 	after := span{start: end, end: s.end, owner: s.owner}
 	switch {
 	case before.size() > 0 && after.size() > 0:
-		n.Value.s = before
+		n.Value = tnode{s: before}
 		f.sizeInsert(before)
 		f.byAddr.insert(after)
 		f.sizeInsert(after)
 	case before.size() > 0:
-		n.Value.s = before
+		n.Value = tnode{s: before}
 		f.sizeInsert(before)
 	case after.size() > 0:
 		n.Rekey(f.byAddr.key(after))
-		n.Value.s = after
+		n.Value = tnode{s: after}
 		f.sizeInsert(after)
 	default:
 		f.byAddr.remove(s)

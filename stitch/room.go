@@ -80,7 +80,10 @@ func (e *Engine) roomBound(s span, limit int, skip func(*block) bool) uint64 {
 // loose set, overlaps.
 func (e *Engine) roomLoosened(s span) {
 	e.room.byAddr.overlapping(s.start, s.end, func(n *tnode) bool {
-		e.room.bySize.reweigh(n.s, math.MaxUint64)
+		if !n.boundZero {
+			e.room.bySize.reweigh(n.s, math.MaxUint64)
+			n.boundZero = true
+		}
 		return true
 	})
 }

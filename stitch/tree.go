@@ -20,6 +20,10 @@ func (s span) size() uint64 { return s.end - s.start }
 type tnode struct {
 	s span
 	b *block // the block owning s, in the owner index; nil in free sets
+	// boundZero, in the room index's address index, notes that the room's bound is 0 in its size
+	// index (roomLoosened), so that new loose bytes in the room cost no reweigh there. A bound
+	// rises only when its room changes, which gives the span a new tnode (freeSet).
+	boundZero bool
 }
 
 // tree is a set of spans ordered by start (byAddr) or by (size, start) (bySize), kept in a treap.
