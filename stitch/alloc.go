@@ -137,6 +137,9 @@ func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, err
 		return 0, err
 	}
 	b.stream = s
+	if b.size == r {
+		b.list = l // the list it is cached in when freed, looked up already
+	}
 	e.blocks[b.ptr] = b
 	e.markLive(b, size)
 	e.outcomes[out]++

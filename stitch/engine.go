@@ -71,10 +71,12 @@ type Engine struct {
 	// room: the offsets no live large block owns, coalesced (room.go): occupy and vacate, from
 	// syncRoom and releaseLarge. roomQueue: blocks whose liveness changed since (roomChanged
 	// appends, syncRoom empties). roomSerial: serials when syncRoom last ran (a queued block of a
-	// later serial is new to the bounds). Check: checkRoom.
+	// later serial is new to the bounds). roomHint: the last room roomLoosened found whose bound
+	// is 0, valid while the room index has not changed since (freeSet.changes). Check: checkRoom.
 	room       *freeSet
 	roomQueue  []*block
 	roomSerial uint64
+	roomHint   roomHint
 	// blocks: every live and cached block handed out by Alloc, by pointer (not pages): allocSlow
 	// adds, flush removes. Check: checkBlocks (pointer, size, kind; live bytes), checkPhysical.
 	blocks map[uintptr]*block

@@ -21,6 +21,8 @@ type freeSet struct {
 	bySize tree   // read through sizes
 	bytes  uint64 // sum of span sizes
 
+	changes uint64 // spans added, removed or changed so far (roomHint)
+
 	lazySize  bool // the size index is kept lazily
 	sizeLag   int  // changes to the size index since it was last read
 	sizeStale bool // the size index is dropped (empty) until sizes rebuilds it
@@ -86,12 +88,14 @@ func (f *freeSet) sizeChanged() {
 func (f *freeSet) len() int { return f.byAddr.len() }
 
 func (f *freeSet) add(s span) {
+	f.changes++
 	f.byAddr.insert(s)
 	f.sizeInsert(s)
 	f.bytes += s.size()
 }
 
 func (f *freeSet) drop(s span) {
+	f.changes++
 	f.byAddr.remove(s)
 	f.sizeRemove(s)
 	f.bytes -= s.size()
@@ -102,6 +106,7 @@ func (f *freeSet) drop(s span) {
 // address index (its start, the key, does not change) and one with the neighbour after moves that
 // node's key to s's start, which no other span lies between: the address index changes in place.
 func (f *freeSet) insert(s span) span {
+	f.changes++
 	prev := f.byAddr.floorTreap(s.start)
 	if prev != nil && (prev.Value.s.end != s.start || prev.Value.s.owner != s.owner) {
 		prev = nil
@@ -155,6 +160,7 @@ func (f *freeSet) take(start, end uint64) bool {
 	if n == nil || n.Value.s.end < end {
 		return false
 	}
+	f.changes++
 	s := n.Value.s
 	f.sizeRemove(s)
 	before := span{start: s.start, end: start, owner: s.owner}

@@ -76,16 +76,38 @@ func (e *Engine) roomBound(s span, limit int, skip func(*block) bool) uint64 {
 	return bound
 }
 
+// roomHint is a room span whose bound is 0, as roomLoosened last found it, and the room index's
+// change count then: while the count is the same the span is still a room and its bound still 0
+// (a bound rises only when its room changes), so new loose bytes inside it change nothing and
+// cost no lookup. In the steady iterations of a training loop the rooms change only when
+// syncRoom runs, and every flushed block's rest lands in a room already bounded by 0.
+type roomHint struct {
+	in      *freeSet // the room index it was found in (Reset makes a new one)
+	changes uint64
+	s       span
+}
+
 // roomLoosened lowers to 0 the bound of every room span that loose range s, just added to the
 // loose set, overlaps.
 func (e *Engine) roomLoosened(s span) {
+	h := &e.roomHint
+	if h.in == e.room && h.changes == e.room.changes && h.s.start <= s.start && s.end <= h.s.end {
+		return
+	}
+	rooms := 0
+	var last span
 	e.room.byAddr.overlapping(s.start, s.end, func(n *tnode) bool {
 		if !n.boundZero {
 			e.room.bySize.reweigh(n.s, math.MaxUint64)
 			n.boundZero = true
 		}
+		rooms++
+		last = n.s
 		return true
 	})
+	if rooms == 1 {
+		*h = roomHint{in: e.room, changes: e.room.changes, s: last}
+	}
 }
 
 // roomChanged queues large block b, whose liveness is changing, for syncRoom.
