@@ -1,6 +1,7 @@
 package stitch
 
 import (
+	"errors"
 	"cmp"
 	"fmt"
 	"math/rand/v2"
@@ -220,4 +221,36 @@ func TestRoomBoundTies(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, uint64(ptrs[1]-e.arenaBase), got.addr, "the lower of two windows as good")
 	checkArenaIdle(t, e, mib, "two rooms")
+}
+
+// TestRoomBoundZeroNoteGoesWithChange: a room noted as bounded by 0 (its loose bytes since taken)
+// that merges with its neighbours on a vacate is a new room with a bound worked out afresh, above
+// 0; new loose bytes there must lower it again, so the note must not survive the merge.
+func TestRoomBoundZeroNoteGoesWithChange(t *testing.T) {
+	const mib = 1 << 20
+	e, err := New(&nullDriver{}, WithCapacity(256*mib))
+	require.NoError(t, err)
+	ptr, err := e.Alloc(64*mib, 0)
+	require.NoError(t, err)
+	require.NoError(t, e.Free(ptr, 64*mib))
+	e.flush(e.blocks[ptr]) // its bytes loose, their handles kept
+	e.syncRoom()
+	bounds := func() error {
+		var c checker
+		e.checkRoomBounds(&c)
+		return errors.Join(c.errs...)
+	}
+	// A live block's bytes at [16, 32) MiB out of the room index, and no loose bytes from 32 on.
+	require.True(t, e.loose.take(16*mib, 64*mib))
+	require.True(t, e.room.take(16*mib, 32*mib))
+	require.True(t, e.loose.take(0, 16*mib))
+	// Loose bytes come and go in the room below: it is noted as bounded by 0.
+	e.loose.insert(span{start: 0, end: mib})
+	require.True(t, e.loose.take(0, mib))
+	// The block's bytes come back to the room index: one room, with no loose bytes and no blocks.
+	e.room.insert(span{start: 16 * mib, end: 32 * mib})
+	require.NoError(t, bounds())
+	// New loose bytes in it lower its bound to 0.
+	e.loose.insert(span{start: 40 * mib, end: 41 * mib})
+	require.NoError(t, bounds())
 }
