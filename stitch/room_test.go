@@ -1,8 +1,8 @@
 package stitch
 
 import (
-	"errors"
 	"cmp"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
