@@ -53,23 +53,22 @@ func (f *freeSet) sizes() *tree {
 	return &f.bySize
 }
 
-// sizeInsert adds s to the size index, or only tells its watcher while the index is dropped.
-func (f *freeSet) sizeInsert(s span) {
-	if f.sizeStale {
-		f.bySize.notify(s, true)
-		return
-	}
-	f.bySize.insert(s)
-	f.sizeChanged()
-}
+// sizeInsert adds s to the size index and sizeRemove takes it out (sizeChange).
+func (f *freeSet) sizeInsert(s span) { f.sizeChange(s, true) }
+func (f *freeSet) sizeRemove(s span) { f.sizeChange(s, false) }
 
-// sizeRemove takes s out of the size index, or only tells its watcher while the index is dropped.
-func (f *freeSet) sizeRemove(s span) {
-	if f.sizeStale {
-		f.bySize.notify(s, false)
+// sizeChange adds s to the size index or takes it out, or only tells the index's watcher while
+// the index is dropped.
+func (f *freeSet) sizeChange(s span, added bool) {
+	switch {
+	case f.sizeStale:
+		f.bySize.notify(s, added)
 		return
+	case added:
+		f.bySize.insert(s)
+	default:
+		f.bySize.remove(s)
 	}
-	f.bySize.remove(s)
 	f.sizeChanged()
 }
 
