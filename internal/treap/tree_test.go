@@ -258,3 +258,30 @@ func TestAscendHeavyAndReweigh(t *testing.T) {
 		}
 	}
 }
+
+// TestClearEmptiesAndReuses clears a tree of many nodes: it reads empty, keeps its nodes for the
+// inserts that follow (no new node for as many as it held), and orders those as any tree does.
+func TestClearEmptiesAndReuses(t *testing.T) {
+	var tr Tree[int]
+	for k := range 500 {
+		tr.Insert(uint64(k*7%500), 0, uint64(k), k)
+	}
+	tr.Clear()
+	require.Equal(t, 0, tr.Len())
+	require.Nil(t, tr.Max())
+	require.Equal(t, uint64(0), tr.MaxWeight())
+	allocs := testing.AllocsPerRun(1, func() {
+		for k := range 500 {
+			tr.Insert(uint64(k), 1, 0, -k)
+		}
+		tr.Clear()
+	})
+	require.Zero(t, allocs)
+	for k := range 20 {
+		tr.Insert(uint64(20-k), 0, 0, k)
+	}
+	var keys []uint64
+	tr.Ascend(func(n *Node[int]) bool { h, _ := n.Key(); keys = append(keys, h); return true })
+	require.Len(t, keys, 20)
+	require.IsIncreasing(t, keys)
+}
