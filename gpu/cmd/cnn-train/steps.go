@@ -12,9 +12,9 @@ import (
 // take their steps in turn (--interleave): the times and driver calls in a traincmd.StepLog, and
 // beside them the device's allocations and the convolution workspaces of the steady steps.
 type stepper struct {
-	ru  *run
-	r   *result
-	log *traincmd.StepLog
+	ru    *run
+	r     *result
+	steps *traincmd.StepLog
 
 	allocsAtSteady uint64 // the device's allocations when the steady steps began
 	wsAtSteady     int    // and the workspaces
@@ -22,7 +22,7 @@ type stepper struct {
 
 func (ru *run) stepper(r *result) *stepper {
 	ru.dev.ResetPeak()
-	return &stepper{ru: ru, r: r, log: traincmd.NewStepLog(ru.pool, ru.clock, len(ru.c.Sizes))}
+	return &stepper{ru: ru, r: r, steps: traincmd.NewStepLog(ru.pool, ru.clock, len(ru.c.Sizes))}
 }
 
 // step trains step s of the sequence, at size × size, and times it.
@@ -35,7 +35,7 @@ func (st *stepper) step(s, size int) error {
 		st.allocsAtSteady = ru.dev.MemoryStats().Allocs
 		st.wsAtSteady, _ = ru.workspaces()
 	}
-	if err := st.log.Step(s, func() (float32, error) { return ru.step(ru.c.Batch, size) }); err != nil {
+	if err := st.steps.Step(s, func() (float32, error) { return ru.step(ru.c.Batch, size) }); err != nil {
 		return fmt.Errorf("step %d (batch %d, %d×%d): %w", s, ru.c.Batch, size, size, err)
 	}
 	return nil
@@ -43,7 +43,7 @@ func (st *stepper) step(s, size int) error {
 
 // finish fills the result's figures once the last step is taken, and logs them.
 func (st *stepper) finish(log io.Writer) {
-	ru, r, l := st.ru, st.r, st.log
+	ru, r, l := st.ru, st.r, st.steps
 	n := float64(len(l.Steady))
 	r.FirstStepMs, r.WarmupMs, r.FirstLoss, r.LastLoss = l.FirstMs, l.WarmupMs, l.FirstLoss, l.LastLoss
 	r.StepMs, r.StepMsMin, r.SteadyMs = l.MeanMs(), l.MinMs(), l.Steady
