@@ -14,7 +14,7 @@ func (e *Engine) Alloc(size uint64, s Stream) (uintptr, error) {
 	var tried *freeList
 	if s == e.hotStream && size-1 < e.capacity && !e.closed {
 		r := (size + alignment - 1) &^ (alignment - 1)
-		if l := e.hotLists[r]; l != nil {
+		if l := e.hotLists.At(r); l != nil {
 			if l.head != nil {
 				b := e.pick(l, r)
 				if e.payShapeFlush() {
@@ -72,7 +72,7 @@ func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, err
 	}
 	r := (size + alignment - 1) &^ (alignment - 1)
 	e.slowPaths++
-	if len(e.roomQueue) > roomQueueBound+2*len(e.blocks) {
+	if len(e.roomQueue) > roomQueueBound+2*e.blocks.Len() {
 		// Only findIdle reads the room index, and brings it up to date itself; a miss served
 		// elsewhere (a memo's place, a home) leaves the queue, where a block that went cached and
 		// live again since costs nothing. This bounds the queue's memory.
@@ -140,7 +140,7 @@ func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, err
 	if b.size == r {
 		b.list = l // the list it is cached in when freed, looked up already
 	}
-	e.blocks[b.ptr] = b
+	e.blocks.Put(uint64(b.ptr), b)
 	e.markLive(b, size)
 	e.outcomes[out]++
 	return b.ptr, nil
@@ -148,17 +148,17 @@ func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, err
 
 // listFor returns the free list of cached blocks of size r on stream s, making it if needed.
 func (e *Engine) listFor(r uint64, s Stream) *freeList {
-	lists := e.hotLists
+	lists := &e.hotLists
 	if s != e.hotStream {
 		if lists = e.otherLists[s]; lists == nil {
-			lists = make(sizeLists)
+			lists = new(sizeLists)
 			e.otherLists[s] = lists
 		}
 	}
-	l := lists[r]
+	l := lists.At(r)
 	if l == nil {
 		l = &freeList{}
-		lists[r] = l
+		lists.Put(r, l)
 	}
 	return l
 }

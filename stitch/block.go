@@ -1,5 +1,7 @@
 package stitch
 
+import "github.com/gmlake/gmlake/internal/intmap"
+
 // blockKind says where a block's bytes are.
 type blockKind uint8
 
@@ -146,8 +148,9 @@ func (a *ageList) unlink(b *block) {
 	a.bytes -= b.size
 }
 
-// sizeLists maps a rounded size to its free list, for one stream.
-type sizeLists map[uint64]*freeList
+// sizeLists maps a rounded size to its free list, for one stream. It is read on every request
+// (the exact-match path), so it is an intmap.Map rather than a Go map.
+type sizeLists = intmap.Map[*freeList]
 
 func (e *Engine) newBlock() *block {
 	e.serials++

@@ -78,8 +78,8 @@ func (e *Engine) checkFreeSet(c *checker, name string, f *freeSet) {
 func (e *Engine) checkBlocks(c *checker) {
 	var live uint64
 	liveN, cached := 0, map[*block]bool{}
-	for ptr, b := range e.blocks {
-		if b.ptr != ptr {
+	for ptr, b := range e.blocks.All() {
+		if uint64(b.ptr) != ptr {
 			c.fail("block indexed at %#x has pointer %#x", ptr, b.ptr)
 		}
 		if b.size == 0 || b.size%alignment != 0 || b.req > b.size || (b.live && b.req == 0) {
@@ -130,8 +130,8 @@ func (e *Engine) checkBlocks(c *checker) {
 		c.fail("%d cached blocks, %d in age lists", len(cached), inAge)
 	}
 	inLists := 0
-	check := func(s Stream, lists sizeLists) {
-		for size, l := range lists {
+	check := func(s Stream, lists *sizeLists) {
+		for size, l := range lists.All() {
 			n := 0
 			var last *block
 			for b := l.head; b != nil; b = b.next {
@@ -159,7 +159,7 @@ func (e *Engine) checkBlocks(c *checker) {
 			inLists += n
 		}
 	}
-	check(e.hotStream, e.hotLists)
+	check(e.hotStream, &e.hotLists)
 	for s, lists := range e.otherLists {
 		check(s, lists)
 	}
@@ -208,7 +208,7 @@ func (e *Engine) checkPhysical(c *checker) {
 			})
 		}
 	}
-	for _, b := range e.blocks {
+	for _, b := range e.blocks.All() {
 		if b.kind != small {
 			large(b, "block")
 		}
@@ -365,7 +365,7 @@ func (e *Engine) checkPages(c *checker) {
 	parts := map[uint64][]part{}
 	used := map[uint64]uint64{}
 	e.smallFree.byAddr.walk(func(s span) bool { parts[s.owner] = append(parts[s.owner], part{s, "free"}); return true })
-	for _, b := range e.blocks {
+	for _, b := range e.blocks.All() {
 		if b.kind != small {
 			continue
 		}
@@ -430,7 +430,7 @@ func (e *Engine) checkRoom(c *checker) {
 			c.fail("room index: %s %#x is live=%v, indexed live=%v, and not queued", what, b.ptr, b.live, b.roomLive)
 		}
 	}
-	for _, b := range e.blocks {
+	for _, b := range e.blocks.All() {
 		queued(b, "block")
 	}
 	for _, p := range e.pages {

@@ -89,7 +89,7 @@ func busyEngine(t *testing.T) *Engine {
 // anyBlock returns a block of e matching keep.
 func anyBlock(t *testing.T, e *Engine, keep func(*block) bool) *block {
 	t.Helper()
-	for _, b := range e.blocks {
+	for _, b := range e.blocks.All() {
 		if keep(b) {
 			return b
 		}
@@ -146,8 +146,8 @@ func TestCheckReportsEveryCorruption(t *testing.T) {
 		{"small free count", func(t *testing.T, e *Engine) { e.smallFree.bytes-- }, "small free: spans hold"},
 		{"pointer index", func(t *testing.T, e *Engine) {
 			b := anyBlock(t, e, func(b *block) bool { return b.kind == primitive && b.live })
-			delete(e.blocks, b.ptr)
-			e.blocks[b.ptr+alignment] = b
+			e.blocks.Delete(uint64(b.ptr))
+			e.blocks.Put(uint64(b.ptr+alignment), b)
 		}, "block indexed at"},
 		{"block size", func(t *testing.T, e *Engine) {
 			anyBlock(t, e, func(b *block) bool { return b.live }).req = 0
@@ -171,7 +171,7 @@ func TestCheckReportsEveryCorruption(t *testing.T) {
 			e.largeAge.pushNewest(b)
 		}, "in the wrong age list"},
 		{"free list count", func(t *testing.T, e *Engine) {
-			for _, l := range e.hotLists {
+			for _, l := range e.hotLists.All() {
 				if l.head != nil {
 					l.n++
 					return
@@ -181,7 +181,7 @@ func TestCheckReportsEveryCorruption(t *testing.T) {
 		}, "free list ("},
 		{"free list stream", func(t *testing.T, e *Engine) {
 			for _, lists := range e.otherLists {
-				for _, l := range lists {
+				for _, l := range lists.All() {
 					if l.head != nil {
 						l.head.stream = 99
 						return
@@ -201,8 +201,8 @@ func TestCheckReportsEveryCorruption(t *testing.T) {
 			b := anyBlock(t, e, func(b *block) bool { return b.kind == primitive && b.live && b.pos > 0 })
 			b.pos -= e.g
 			b.ptr -= uintptr(e.g)
-			delete(e.blocks, b.ptr+uintptr(e.g))
-			e.blocks[b.ptr] = b
+			e.blocks.Delete(uint64(b.ptr + uintptr(e.g)))
+			e.blocks.Put(uint64(b.ptr), b)
 		}, "overlaps"},
 		{"owner index", func(t *testing.T, e *Engine) {
 			b := anyBlock(t, e, func(b *block) bool { return b.kind == primitive && b.live })

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math/bits"
 	"sync"
+
+	"github.com/gmlake/gmlake/internal/intmap"
 )
 
 // Engine is the stitching allocator. Make one with New; it is safe for concurrent use.
@@ -79,7 +81,7 @@ type Engine struct {
 	roomHint   roomHint
 	// blocks: every live and cached block handed out by Alloc, by pointer (not pages): allocSlow
 	// adds, flush removes. Check: checkBlocks (pointer, size, kind; live bytes), checkPhysical.
-	blocks map[uintptr]*block
+	blocks intmap.Map[*block]
 	// largeAge, smallAge: the cached blocks of each pool in order of free, the set flushing walks:
 	// cache pushes; reuse and flush unlink. Check: checkBlocks (every cached block in exactly one,
 	// the right one; counts).
@@ -92,7 +94,7 @@ type Engine struct {
 	hotStream  Stream
 	streamSeen bool
 	hotLists   sizeLists
-	otherLists map[Stream]sizeLists
+	otherLists map[Stream]*sizeLists
 	spare      *block // recycled block structs, linked through next: newBlock, recycle
 	serials    uint64 // block serials handed out: newBlock
 
@@ -128,7 +130,7 @@ type Engine struct {
 	// homes: places where blocks of each size lay, least recently used first (homes.go):
 	// rememberHome adds, findHomeBut drops the places of released views (when viewsReleased
 	// moved since it last did). A hint: not checked.
-	homes map[uint64]*homeList
+	homes intmap.Map[*homeList]
 	// The iteration memos (memo.go): MarkIteration moves memoCur into memos (forgetting the least
 	// recently seen past the bounds); recordPlace appends to memoCur; Alloc and MarkIteration step
 	// iterOrd. iter: where the current iteration stands against the memos (memostate.go):
@@ -146,8 +148,8 @@ type Engine struct {
 	// first byte the last small request of each context took (carveSmall). Hints: not checked.
 	ctxRing       [contextWindow]uint64
 	ctxNext       uint64 // requests so far: the next index in ctxRing
-	contexts      map[uint64]contextPlace
-	smallContexts map[uint64]uint64
+	contexts      intmap.Map[contextPlace]
+	smallContexts intmap.Map[uint64]
 	// awaySpans: the places new pages keep away from (rememberedSpans, pageaway.go), kept while
 	// awayValid; forgetAway drops them when the memos, the contexts or the views change. Not
 	// checked (TestRememberedSpansKept compares them with a fresh computation).
@@ -237,13 +239,8 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	e.allocs = make(map[PhysHandle]*physAlloc)
 	e.loose = e.newLoose()
 	e.room = e.newRoom()
-	e.blocks = make(map[uintptr]*block)
-	e.hotLists = make(sizeLists)
-	e.otherLists = make(map[Stream]sizeLists)
+	e.otherLists = make(map[Stream]*sizeLists)
 	e.clocks = make(map[Stream]*streamClock)
-	e.homes = make(map[uint64]*homeList)
-	e.contexts = make(map[uint64]contextPlace)
-	e.smallContexts = make(map[uint64]uint64)
 	e.views = make(map[uintptr]*view)
 	e.pages = make(map[uint64]*page)
 	e.smallFree = newFreeSet()

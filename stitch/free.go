@@ -9,7 +9,7 @@ func (e *Engine) Free(ptr uintptr, size uint64) error {
 	if e.closed {
 		return ErrClosed
 	}
-	b := e.blocks[ptr]
+	b := e.blocks.At(uint64(ptr))
 	switch {
 	case b == nil:
 		e.rejected++
@@ -209,7 +209,7 @@ func (e *Engine) flushable(b *block) bool { return e.settled(b) }
 // the largest free range its bytes joined.
 func (e *Engine) flush(b *block) uint64 {
 	b.list.unlink(b)
-	delete(e.blocks, b.ptr)
+	e.blocks.Delete(uint64(b.ptr))
 	var merged uint64
 	if b.kind == small {
 		e.smallAge.unlink(b)

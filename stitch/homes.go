@@ -3,6 +3,8 @@ package stitch
 import (
 	"cmp"
 	"slices"
+
+	"github.com/gmlake/gmlake/internal/intmap"
 )
 
 // home is a place where a block of some size once lay: bytes [off, off+size) of the arena
@@ -39,9 +41,9 @@ func (h *homeEntry) passOver(best uint64) bool {
 // walk of up to maxHomes entries. Dead entries are dropped when they outnumber the live ones.
 type homeList struct {
 	entries []homeEntry
-	// the live entry of each home: of the arena by its offset (a map of integer keys, cheaper to
-	// hash than a home), of a view by the home (find, set, unset)
-	inArena map[uint64]int
+	// the live entry of each home: of the arena by its offset (an intmap, as every miss looks
+	// one up), of a view by the home (find, set, unset)
+	inArena intmap.Map[int]
 	inViews map[home]int
 	live    int // entries not dead
 	first   int // no live entry before it
@@ -51,13 +53,13 @@ type homeList struct {
 }
 
 func newHomeList(pruned uint64) *homeList {
-	return &homeList{inArena: make(map[uint64]int), inViews: make(map[home]int), pruned: pruned}
+	return &homeList{inViews: make(map[home]int), pruned: pruned}
 }
 
 // find returns the index of home h's live entry.
 func (l *homeList) find(h home) (int, bool) {
 	if h.v == nil {
-		i, ok := l.inArena[h.off]
+		i, ok := l.inArena.Get(h.off)
 		return i, ok
 	}
 	i, ok := l.inViews[h]
@@ -67,7 +69,7 @@ func (l *homeList) find(h home) (int, bool) {
 // set makes entry i home h's live entry.
 func (l *homeList) set(h home, i int) {
 	if h.v == nil {
-		l.inArena[h.off] = i
+		l.inArena.Put(h.off, i)
 	} else {
 		l.inViews[h] = i
 	}
@@ -76,14 +78,14 @@ func (l *homeList) set(h home, i int) {
 // unset forgets home h's live entry.
 func (l *homeList) unset(h home) {
 	if h.v == nil {
-		delete(l.inArena, h.off)
+		l.inArena.Delete(h.off)
 	} else {
 		delete(l.inViews, h)
 	}
 }
 
 // indexed is the number of homes the index holds.
-func (l *homeList) indexed() int { return len(l.inArena) + len(l.inViews) }
+func (l *homeList) indexed() int { return l.inArena.Len() + len(l.inViews) }
 
 // kill makes entry i dead.
 func (l *homeList) kill(i int) {
@@ -112,10 +114,10 @@ func (l *homeList) compact() {
 // most recently used of its size.
 func (e *Engine) rememberHome(b *block) {
 	h := homeEntry{at: b.place(), witness: b, serial: b.serial} // b is there, or about to go live there
-	l := e.homes[b.size]
+	l := e.homes.At(b.size)
 	if l == nil {
 		l = newHomeList(e.viewsReleased)
-		e.homes[b.size] = l
+		e.homes.Put(b.size, l)
 	}
 	if i, ok := l.find(h.at); ok {
 		if i == len(l.entries)-1 {
@@ -145,7 +147,7 @@ func (e *Engine) findHome(r uint64) (home, bool) { return e.findHomeBut(r, nil) 
 
 // findHomeBut is findHome without the homes skip reports.
 func (e *Engine) findHomeBut(r uint64, skip func(home) bool) (home, bool) {
-	l := e.homes[r]
+	l := e.homes.At(r)
 	if l == nil {
 		return home{}, false
 	}
@@ -337,7 +339,7 @@ func (e *Engine) recarve(b *block, r uint64) *block {
 // back to the loose set.
 func (e *Engine) flushInto(b *block, pieces []span) {
 	b.list.unlink(b)
-	delete(e.blocks, b.ptr)
+	e.blocks.Delete(uint64(b.ptr))
 	e.largeAge.unlink(b)
 	if b.roomLive {
 		e.vacate(b)

@@ -17,7 +17,7 @@ func (e *Engine) findHomeByWalk(r uint64) (home, bool) {
 	bestCost := ^uint64(0)
 	found := false
 	var hs []homeEntry
-	if l := e.homes[r]; l != nil {
+	if l := e.homes.At(r); l != nil {
 		hs = l.entries
 	}
 	for i := len(hs) - 1; i >= 0 && bestCost > 0; i-- {
@@ -63,7 +63,7 @@ func TestFindHomeByWitnesses(t *testing.T) {
 		}
 		for _, r := range sizes {
 			var hs []homeEntry
-			if l := e.homes[r]; l != nil {
+			if l := e.homes.At(r); l != nil {
 				hs = l.entries
 			}
 			for _, h := range hs {
@@ -116,7 +116,7 @@ func TestHomeListOrder(t *testing.T) {
 		if step%97 != 0 {
 			continue
 		}
-		l := e.homes[size]
+		l := e.homes.At(size)
 		var got []home
 		for i, x := range l.entries {
 			if x.dead {
@@ -148,7 +148,7 @@ func TestTakeHomeRecarvesCachedBlock(t *testing.T) {
 	cached := func(size uint64) *block {
 		p, err := e.Alloc(size, 0)
 		require.NoError(t, err)
-		b := e.blocks[p]
+		b := e.blocks.At(uint64(p))
 		require.NoError(t, e.Free(p, size))
 		return b
 	}
@@ -194,7 +194,7 @@ func TestTakeHomeRecarvesCachedBlock(t *testing.T) {
 		pos := a1.pos
 		b := take(home{off: pos}, 12*mib)
 		assert.Same(t, a1, b, "the first cached block's struct is re-cut")
-		assert.Nil(t, e.blocks[p2], "the block after it is flushed")
+		assert.Nil(t, e.blocks.At(uint64(p2)), "the block after it is flushed")
 		assert.Same(t, b, e.owners.ownerAt(pos+10*mib).b, "the re-cut block owns the bytes of the one after it")
 		_, loose := e.loose.containing(pos+12*mib, pos+16*mib)
 		assert.True(t, loose, "the rest of the flushed block is loose")
@@ -226,7 +226,7 @@ func TestPlaceUnderHandsTakeTheBlocks(t *testing.T) {
 	require.True(t, free)
 	assert.Equal(t, []*block{a1, a2}, under, "each cached block at the place, once, in address order")
 	b := liveTaken(t, e, e.takeHomeOver(h, 12*mib, under, true), 12*mib)
-	assert.Nil(t, e.blocks[p2], "the second block flushed")
+	assert.Nil(t, e.blocks.At(uint64(p2)), "the second block flushed")
 	_, loose := e.loose.containing(a1.pos+12*mib, a1.pos+16*mib)
 	assert.True(t, loose, "the rest of it loose")
 	require.NoError(t, e.Free(b.ptr, 12*mib))
@@ -244,7 +244,7 @@ func liveTaken(t *testing.T, e *Engine, b *block, r uint64) *block {
 	t.Helper()
 	require.NotNil(t, b)
 	b.stream = 0
-	e.blocks[b.ptr] = b
+	e.blocks.Put(uint64(b.ptr), b)
 	e.markLive(b, r)
 	require.NoError(t, e.Check())
 	return b
@@ -258,7 +258,7 @@ func adjacentBlocks(t *testing.T, e *Engine, size uint64) (*block, *block) {
 	require.NoError(t, err)
 	p2, err := e.Alloc(size, 0)
 	require.NoError(t, err)
-	a1, a2 := e.blocks[p1], e.blocks[p2]
+	a1, a2 := e.blocks.At(uint64(p1)), e.blocks.At(uint64(p2))
 	if a2.pos < a1.pos {
 		a1, a2 = a2, a1
 	}
@@ -278,19 +278,19 @@ func TestPlaceUnderListsStitchedBlockOnce(t *testing.T) {
 		ps[i], err = e.Alloc(8*mib, 0)
 		require.NoError(t, err)
 	}
-	pos := e.blocks[ps[0]].pos
+	pos := e.blocks.At(uint64(ps[0])).pos
 	for i, p := range ps {
-		require.Equal(t, pos+uint64(i)*8*mib, e.blocks[p].pos, "three adjacent blocks")
+		require.Equal(t, pos+uint64(i)*8*mib, e.blocks.At(uint64(p)).pos, "three adjacent blocks")
 	}
 	require.NoError(t, e.Free(ps[0], 8*mib))
 	require.NoError(t, e.Free(ps[2], 8*mib))
 	e.flushUntil(&e.largeAge, math.MaxUint64)
 	sp, err := e.Alloc(16*mib, 0)
 	require.NoError(t, err)
-	s := e.blocks[sp]
+	s := e.blocks.At(uint64(sp))
 	require.Equal(t, stitched, s.kind, "the two loose ranges stitched")
 	require.NoError(t, e.Free(sp, 16*mib))
-	y := e.blocks[ps[1]]
+	y := e.blocks.At(uint64(ps[1]))
 	require.NoError(t, e.Free(ps[1], 8*mib))
 
 	h := home{off: pos}
@@ -300,7 +300,7 @@ func TestPlaceUnderListsStitchedBlockOnce(t *testing.T) {
 	b := e.takeHomeOver(h, 24*mib, under, true)
 	require.NotNil(t, b)
 	b.stream = 0
-	e.blocks[b.ptr] = b
+	e.blocks.Put(uint64(b.ptr), b)
 	e.markLive(b, 24*mib)
 	require.NoError(t, e.Check())
 	require.NoError(t, e.Free(b.ptr, 24*mib))

@@ -101,7 +101,7 @@ func (e *Engine) rememberedSpans() []span {
 			}
 		}
 	} else {
-		for _, cp := range e.contexts {
+		for _, cp := range e.contexts.All() {
 			add(cp.at[0], cp.size) // the most recent place
 		}
 	}

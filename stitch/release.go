@@ -122,7 +122,7 @@ func (e *Engine) Reset() error {
 
 func (e *Engine) freeAll() {
 	var live []*block
-	for _, b := range e.blocks {
+	for _, b := range e.blocks.All() {
 		if b.live {
 			live = append(live, b)
 		}
@@ -189,10 +189,12 @@ func (e *Engine) Close() error {
 	orphanErr := e.retryOrphans()
 	e.closed = true
 	e.arenaSize = 0
-	e.blocks, e.pages, e.views, e.allocs, e.slots = nil, nil, nil, nil, nil
+	e.blocks.Clear()
+	e.pages, e.views, e.allocs, e.slots = nil, nil, nil, nil
 	e.loose, e.smallFree, e.owners, e.room, e.roomQueue = e.newLoose(), newFreeSet(), tree{}, e.newRoom(), nil
 	e.largeAge, e.smallAge = ageList{}, ageList{}
-	e.hotLists, e.otherLists = nil, nil
+	e.hotLists.Clear()
+	e.otherLists = nil
 	e.viewOldest, e.viewNewest, e.viewBytes = nil, nil, 0
 	e.live, e.liveBlocks = 0, 0
 	if len(e.orphans) > 0 {

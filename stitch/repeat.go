@@ -71,7 +71,7 @@ func (e *Engine) repeatPlaces(r uint64) (places [contextPlaces]home, n int) {
 	if e.marked() {
 		return places, 0
 	}
-	cp, ok := e.contexts[e.context()]
+	cp, ok := e.contexts.Get(e.context())
 	if !ok || cp.size != r {
 		return places, 0
 	}
@@ -85,13 +85,13 @@ func (e *Engine) rememberContext(b *block) {
 	if e.marked() {
 		return
 	}
-	if len(e.contexts) >= maxContexts {
-		clear(e.contexts)
+	if e.contexts.Len() >= maxContexts {
+		e.contexts.Clear()
 	}
 	k := e.context()
 	np := contextPlace{size: b.size, n: 1}
 	np.at[0] = b.place()
-	if old, ok := e.contexts[k]; ok && old.size == b.size {
+	if old, ok := e.contexts.Get(k); ok && old.size == b.size {
 		for _, h := range old.at[:old.n] {
 			if h != np.at[0] && np.n < contextPlaces {
 				np.at[np.n] = h
@@ -99,6 +99,6 @@ func (e *Engine) rememberContext(b *block) {
 			}
 		}
 	}
-	e.contexts[k] = np
+	e.contexts.Put(k, np)
 	e.forgetAway()
 }

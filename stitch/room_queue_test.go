@@ -27,7 +27,7 @@ func TestRoomQueueBounded(t *testing.T) {
 		if e.Stats().Outcomes.Split > before {
 			homeMisses++
 		}
-		require.LessOrEqual(t, len(e.roomQueue), roomQueueBound+2*len(e.blocks)+2, "request %d", i)
+		require.LessOrEqual(t, len(e.roomQueue), roomQueueBound+2*e.blocks.Len()+2, "request %d", i)
 		require.NoError(t, e.Free(ptr, size))
 	}
 	require.Greater(t, homeMisses, 3*roomQueueBound, "the requests did not miss the exact path")

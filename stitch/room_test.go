@@ -233,7 +233,7 @@ func TestRoomBoundZeroNoteGoesWithChange(t *testing.T) {
 	ptr, err := e.Alloc(64*mib, 0)
 	require.NoError(t, err)
 	require.NoError(t, e.Free(ptr, 64*mib))
-	e.flush(e.blocks[ptr]) // its bytes loose, their handles kept
+	e.flush(e.blocks.At(uint64(ptr))) // its bytes loose, their handles kept
 	e.syncRoom()
 	bounds := func() error {
 		var c checker

@@ -85,17 +85,17 @@ func (e *Engine) carveNearThreshold(r uint64) *block {
 // marked or not; else from the best-fitting free range of any page.
 func (e *Engine) carveSmall(r uint64) *block {
 	ctx := e.context()
-	at, ok := e.smallContexts[ctx]
+	at, ok := e.smallContexts.Get(ctx)
 	if _, free := e.smallFree.containing(at, at+r); !ok || !free {
 		sp, fits := e.smallFree.bestFit(r)
 		if !fits {
 			return nil
 		}
-		if len(e.smallContexts) >= maxContexts {
-			clear(e.smallContexts)
+		if e.smallContexts.Len() >= maxContexts {
+			e.smallContexts.Clear()
 		}
 		at = sp.start
-		e.smallContexts[ctx] = at
+		e.smallContexts.Put(ctx, at)
 	}
 	sp, _ := e.smallFree.containing(at, at+r)
 	e.smallFree.take(at, at+r)
