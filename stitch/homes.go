@@ -268,7 +268,9 @@ func (e *Engine) takeHomeOver(h home, r uint64, under []*block, known bool) *blo
 	} else {
 		pieces = append(pieces, span{start: h.off, end: h.off + r})
 	}
-	slices.SortFunc(pieces, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	if len(pieces) > 1 {
+		slices.SortFunc(pieces, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	}
 	flush := under
 	if !known {
 		flush = e.blocksUnder(pieces)
@@ -359,7 +361,13 @@ func (e *Engine) flushInto(b *block, pieces []span) {
 // giveBackOutside gives the bytes of arena range s that no span of pieces (disjoint, sorted by
 // start) covers back to the loose set.
 func (e *Engine) giveBackOutside(s span, pieces []span) {
-	i, _ := slices.BinarySearchFunc(pieces, s.start, func(p span, x uint64) int { return cmp.Compare(p.end, x+1) })
+	i := 0 // the first piece ending after s.start: most places are one or two pieces, so a scan
+	if len(pieces) > 8 {
+		i, _ = slices.BinarySearchFunc(pieces, s.start, func(p span, x uint64) int { return cmp.Compare(p.end, x+1) })
+	}
+	for i < len(pieces) && pieces[i].end <= s.start {
+		i++
+	}
 	at := s.start
 	for ; i < len(pieces) && pieces[i].start < s.end; i++ {
 		if pieces[i].start > at {

@@ -8,9 +8,21 @@
 //
 // and the instructions collected over the pairs printed are the steady instructions per pair
 // (results/bench/STEADY-CPU.md).
+//
+// With -evict BYTES, every request of the steady part is preceded by a write to each cache line
+// of a buffer of that many bytes (in evict, not in the allocator), as the executor's work between
+// two requests evicts the allocator's data from the caches on a GPU host. Under a cache simulator
+// the allocator's misses then count the cache lines a request touches. -warm-only stops after
+// the warm part, for counting by difference:
+//
+//	GOGC=off valgrind --tool=callgrind --cache-sim=yes steady-replay -evict 4194304 TRACE ALLOCATOR
+//	GOGC=off valgrind --tool=callgrind --cache-sim=yes steady-replay -evict 4194304 -warm-only TRACE ALLOCATOR
+//
+// The first run's totals less the second's, less evict's own, are the steady part's.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -21,17 +33,24 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: steady-replay TRACE ALLOCATOR")
+	evictBytes := flag.Int("evict", 0, "bytes of a buffer written before every steady request, to evict the allocator's data from the caches")
+	warmOnly := flag.Bool("warm-only", false, "stop after the setup and the warm-up iterations")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: steady-replay [-evict BYTES] [-warm-only] TRACE ALLOCATOR")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 2 || *evictBytes < 0 {
+		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(os.Args[1], os.Args[2]); err != nil {
+	if err := run(flag.Arg(0), flag.Arg(1), *evictBytes, *warmOnly); err != nil {
 		fmt.Fprintln(os.Stderr, "steady-replay:", err)
 		os.Exit(1)
 	}
 }
 
-func run(path, name string) error {
+func run(path, name string, evictBytes int, warmOnly bool) error {
 	t, err := bench.Load(path)
 	if err != nil {
 		return err
@@ -62,7 +81,12 @@ func run(path, name string) error {
 	if _, err := warmPart(r, ops[:cut]); err != nil {
 		return err
 	}
+	if warmOnly {
+		fmt.Println("steady pairs 0")
+		return nil
+	}
 	debug.SetGCPercent(-1)
+	r.evict = make([]byte, evictBytes)
 	pairs, err := steadyPart(r, ops[cut:])
 	if err != nil {
 		return err
@@ -71,11 +95,13 @@ func run(path, name string) error {
 	return nil
 }
 
-// replayer is the allocator replayed through and the address of each live allocation, by slot.
+// replayer is the allocator replayed through, the address of each live allocation by slot, and
+// the buffer written before each request (-evict; empty in the warm part).
 type replayer struct {
 	a      baseline.Allocator
 	marker baseline.IterationMarker
 	ptrs   []uintptr
+	evict  []byte
 }
 
 // warmPart replays ops, the setup and the warm-up iterations.
@@ -92,6 +118,9 @@ func steadyPart(r *replayer, ops []bench.Op) (int, error) { return r.replay(ops)
 func (r *replayer) replay(ops []bench.Op) (int, error) {
 	pairs := 0
 	for i, o := range ops {
+		if len(r.evict) > 0 && o.Kind != trace.Iter {
+			evict(r.evict)
+		}
 		switch o.Kind {
 		case trace.Alloc:
 			ptr, err := r.a.Alloc(o.Size, o.Stream)
@@ -111,4 +140,13 @@ func (r *replayer) replay(ops []bench.Op) (int, error) {
 		}
 	}
 	return pairs, nil
+}
+
+// evict writes one byte of each cache line of buf.
+//
+//go:noinline
+func evict(buf []byte) {
+	for i := 0; i < len(buf); i += 64 {
+		buf[i]++
+	}
 }
