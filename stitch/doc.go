@@ -133,7 +133,7 @@
 //
 // Each request ends in one outcome, counted in Stats.Outcomes:
 //
-//   - Exact: a cached block of exactly the rounded size on the same stream: a map lookup, a list pop
+//   - Exact: a cached block of exactly the rounded size on the same stream: a table lookup, a list pop
 //     and a flag flip; no driver call, no Go allocation. While an iteration memo is followed, the
 //     cached block at the memo's place (an owner-index lookup) rather than the lowest.
 //   - Split: no driver call, the block is carved from free memory by the chain's steps 1-6 and
