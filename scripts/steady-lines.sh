@@ -7,7 +7,9 @@
 # cache and a 2 MiB L2 (one core of a GPU host), EVICT_BYTES (default 4 MiB) written between
 # requests. Counted by difference, the whole run less a run that stops after the warm-up, less
 # the eviction's own, with the garbage collector off in both: callgrind's collection toggles are
-# not reliable over Go's stack switches.
+# not reliable over Go's stack switches. The difference counts the whole process, the runtime's
+# own threads too, which do more when the machine is loaded: run it on an idle machine (under load
+# the counts rose by half).
 set -euo pipefail
 bin=$1 trace=$2 alloc=$3 evict=${4:-4194304}
 tmp=$(mktemp -d)
