@@ -27,7 +27,8 @@ import (
 // working it out costs O(log n). It is worked out when the span joins the size index, with the
 // blocks and loose ranges as they are then. Later, only new loose bytes (roomLoosened sets it to
 // 0; a room at 0 already is noted so, tnode.boundZero, and the one it last found, roomHint, costs
-// no lookup while the index is unchanged) and new blocks can lower it: flushing a cached block turns its bytes loose, and a block made
+// no lookup while the index is unchanged) and new blocks can lower it: flushing a cached block
+// turns its bytes loose, and a block made
 // since the last syncRoom (over a flushed block's bytes, say, which never turned loose) that is
 // cached when syncRoom sees it lowers its rooms' bounds to its size (roomCached). A block already
 // counted stays counted while it lives, cached or live. A bound too low is still a bound. findIdle passes over every room whose bound is above the cost of

@@ -1,12 +1,15 @@
 package intmap
 
-import "iter"
+import (
+	"iter"
+	"math/bits"
+)
 
 // Map is a hash map from uint64 keys to values of type V. The zero Map is empty and ready to use.
 // A Map must not be copied after first use, and must not be changed during All.
 type Map[V any] struct {
 	slots   []slot[V] // a power of two long, at most half full; key 0 marks an empty slot
-	shift   uint8     // 64 - log2(len(slots)): a hash's top bits index the slots
+	shift   uint8     // 64 - log2 len(slots): a hash's top bits index the slots
 	n       int       // keys held, the key 0 included
 	hasZero bool      // whether the key 0 is held, its value in zero
 	zero    V
@@ -140,7 +143,7 @@ func (m *Map[V]) grow() {
 	old := m.slots
 	size := max(minSlots, 2*len(old))
 	m.slots = make([]slot[V], size)
-	m.shift = uint8(64 - log2(size))
+	m.shift = uint8(64 - bits.TrailingZeros(uint(size)))
 	mask := uint64(size - 1)
 	for _, s := range old {
 		if s.key == 0 {
@@ -152,13 +155,4 @@ func (m *Map[V]) grow() {
 		}
 		m.slots[i] = s
 	}
-}
-
-func log2(n int) int {
-	b := 0
-	for n > 1 {
-		n >>= 1
-		b++
-	}
-	return b
 }

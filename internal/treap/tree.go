@@ -123,30 +123,15 @@ func (t *Tree[V]) Ascend(fn func(*Node[V]) bool) bool { return ascend(t.root, fn
 // fn returns false; it reports whether fn never did. fn must not insert or delete. One descent,
 // then an in-order walk: O(log n + k) for k calls.
 func (t *Tree[V]) AscendRange(fromHi, fromLo, toHi, toLo uint64, fn func(*Node[V]) bool) bool {
-	return t.ascendRange(fromHi, fromLo, toHi, toLo, false, fn)
-}
-
-// AscendRangeAfterPrevious is AscendRange that first calls fn on the node of the largest key
-// before (fromHi, fromLo), if there is one, found on the same descent: for disjoint ranges keyed
-// by where they start, the one range starting before the start of a query that may reach into it.
-func (t *Tree[V]) AscendRangeAfterPrevious(fromHi, fromLo, toHi, toLo uint64, fn func(*Node[V]) bool) bool {
-	return t.ascendRange(fromHi, fromLo, toHi, toLo, true, fn)
-}
-
-func (t *Tree[V]) ascendRange(fromHi, fromLo, toHi, toLo uint64, previous bool, fn func(*Node[V]) bool) bool {
 	var buf [64]*Node[V]
 	stack := buf[:0]
-	var before *Node[V] // the node of the largest key before from
 	for x := t.root; x != nil; {
 		if less(x.hi, x.lo, fromHi, fromLo) {
-			before, x = x, x.right
+			x = x.right
 		} else {
 			stack = append(stack, x)
 			x = x.left
 		}
-	}
-	if previous && before != nil && !fn(before) {
-		return false
 	}
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]

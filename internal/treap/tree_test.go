@@ -144,25 +144,6 @@ func TestTreeAscend(t *testing.T) {
 		}
 		assert.Equal(t, want, got, "[%d, %d)", from, to)
 	}
-	for _, r := range [][3]uint64{{0, 4, 0}, {1, 4, 0}, {151, 155, 150}, {399, 1000, 398}, {3, 3, 2}} {
-		from, to, prev := r[0], r[1], r[2]
-		var got []uint64
-		tr.AscendRangeAfterPrevious(from, 0, to, 0, func(n *Node[int]) bool {
-			hi, _ := n.Key()
-			got = append(got, hi)
-			return true
-		})
-		var want []uint64
-		if from > 0 {
-			want = append(want, prev)
-		}
-		for k := (from + 1) / 2 * 2; k < min(to, 400); k += 2 {
-			want = append(want, k)
-		}
-		assert.Equal(t, want, got, "[%d, %d) after the previous key", from, to)
-	}
-	assert.False(t, tr.AscendRangeAfterPrevious(151, 0, 200, 0, func(*Node[int]) bool { return false }),
-		"fn stops the walk at the previous key")
 	seen := 0
 	assert.False(t, tr.AscendRange(100, 0, 200, 0, func(*Node[int]) bool { seen++; return seen < 3 }))
 	assert.Equal(t, 3, seen, "AscendRange stops where fn says")
