@@ -19,6 +19,13 @@
 //	GOGC=off valgrind --tool=callgrind --cache-sim=yes steady-replay -evict 4194304 -warm-only TRACE ALLOCATOR
 //
 // The first run's totals less the second's, less evict's own, are the steady part's.
+//
+// With -time, the wall time inside the allocator's calls of the steady part (Alloc, Free,
+// MarkIteration) is summed and printed per pair: with -evict, what a request costs when the
+// caches hold what the executor's work left there (results/bench/STEADY-CPU.md, "Wall time,
+// caches evicted"). With -repeat N the trace's iterations are played N times
+// (bench.RepeatIterations) and the steady part is every repetition after the first: more pairs,
+// for a steadier time.
 package main
 
 import (
@@ -26,6 +33,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/bench"
@@ -35,25 +43,35 @@ import (
 func main() {
 	evictBytes := flag.Int("evict", 0, "bytes of a buffer written before every steady request, to evict the allocator's data from the caches")
 	warmOnly := flag.Bool("warm-only", false, "stop after the setup and the warm-up iterations")
+	timed := flag.Bool("time", false, "print the wall time inside the allocator's calls per steady pair")
+	repeat := flag.Int("repeat", 1, "play the trace's iterations this many times; the steady part is then every repetition after the first")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: steady-replay [-evict BYTES] [-warm-only] TRACE ALLOCATOR")
+		fmt.Fprintln(os.Stderr, "usage: steady-replay [-evict BYTES] [-warm-only] [-time] [-repeat N] TRACE ALLOCATOR")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() != 2 || *evictBytes < 0 {
+	if flag.NArg() != 2 || *evictBytes < 0 || *repeat < 1 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), flag.Arg(1), *evictBytes, *warmOnly); err != nil {
+	if err := run(flag.Arg(0), flag.Arg(1), *evictBytes, *repeat, *warmOnly, *timed); err != nil {
 		fmt.Fprintln(os.Stderr, "steady-replay:", err)
 		os.Exit(1)
 	}
 }
 
-func run(path, name string, evictBytes int, warmOnly bool) error {
+func run(path, name string, evictBytes, repeat int, warmOnly, timed bool) error {
 	t, err := bench.Load(path)
 	if err != nil {
 		return err
+	}
+	steadyFrom := int64(bench.SteadyFrom)
+	if repeat > 1 {
+		rep, err := bench.RepeatIterations(t, repeat)
+		if err != nil {
+			return err
+		}
+		t, steadyFrom = rep.Trace, rep.IterStride
 	}
 	p, err := bench.Prepare(path, t)
 	if err != nil {
@@ -71,7 +89,7 @@ func run(path, name string, evictBytes int, warmOnly bool) error {
 	ops := p.Ops()
 	cut := len(ops)
 	for i, o := range ops {
-		if o.Kind == trace.Iter && int(o.Slot) >= bench.SteadyFrom {
+		if o.Kind == trace.Iter && int64(o.Slot) >= steadyFrom {
 			cut = i
 			break
 		}
@@ -87,21 +105,28 @@ func run(path, name string, evictBytes int, warmOnly bool) error {
 	}
 	debug.SetGCPercent(-1)
 	r.evict = make([]byte, evictBytes)
+	r.timed = timed
 	pairs, err := steadyPart(r, ops[cut:])
 	if err != nil {
 		return err
 	}
 	fmt.Println("steady pairs", pairs)
+	if timed && pairs > 0 {
+		fmt.Printf("steady ns per pair %.1f\n", float64(r.inside)/float64(pairs))
+	}
 	return nil
 }
 
 // replayer is the allocator replayed through, the address of each live allocation by slot, and
-// the buffer written before each request (-evict; empty in the warm part).
+// the buffer written before each request (-evict; empty in the warm part), and with -time the
+// wall time summed inside the allocator's calls of the steady part.
 type replayer struct {
 	a      baseline.Allocator
 	marker baseline.IterationMarker
 	ptrs   []uintptr
 	evict  []byte
+	timed  bool
+	inside time.Duration
 }
 
 // warmPart replays ops, the setup and the warm-up iterations.
@@ -121,21 +146,35 @@ func (r *replayer) replay(ops []bench.Op) (int, error) {
 		if len(r.evict) > 0 && o.Kind != trace.Iter {
 			evict(r.evict)
 		}
+		var t0 time.Time
+		if r.timed {
+			t0 = time.Now()
+		}
 		switch o.Kind {
 		case trace.Alloc:
 			ptr, err := r.a.Alloc(o.Size, o.Stream)
+			if r.timed {
+				r.inside += time.Since(t0)
+			}
 			if err != nil {
 				return pairs, fmt.Errorf("event %d: alloc %d bytes: %w", i, o.Size, err)
 			}
 			r.ptrs[o.Slot] = ptr
 			pairs++
 		case trace.Free:
-			if err := r.a.Free(r.ptrs[o.Slot], o.Size); err != nil {
+			err := r.a.Free(r.ptrs[o.Slot], o.Size)
+			if r.timed {
+				r.inside += time.Since(t0)
+			}
+			if err != nil {
 				return pairs, fmt.Errorf("event %d: free %d bytes: %w", i, o.Size, err)
 			}
 		case trace.Iter:
 			if r.marker != nil {
 				r.marker.MarkIteration()
+				if r.timed {
+					r.inside += time.Since(t0)
+				}
 			}
 		}
 	}
