@@ -42,9 +42,10 @@ func newSim(name string, capacity uint64, engine ...stitch.Option) (baseline.All
 	switch name {
 	case baseline.NameGMLake, baseline.NameGMLakeUnmarked:
 		var drvOpts []sim.Option
-		if capacity > 0 {
-			drvOpts = append(drvOpts, sim.WithCapacity(capacity))
+		if capacity == 0 {
+			capacity = H200Memory
 		}
+		drvOpts = append(drvOpts, sim.WithCapacity(capacity))
 		drv := newMeteredDriver(sim.New(drvOpts...), H200)
 		cfg.Driver, ledger = drv, drv.ledger
 	default:

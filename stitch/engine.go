@@ -223,7 +223,9 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 	if c.smallThreshold > e.pageSize {
 		return nil, fmt.Errorf("%w: small threshold %d above the page size %d", ErrBadOption, c.smallThreshold, e.pageSize)
 	}
-	e.cfg.handleSize = max(e.g, roundUp(e.cfg.handleSize, e.g))
+	if e.cfg.handleSize > 0 {
+		e.cfg.handleSize = max(e.g, roundUp(e.cfg.handleSize, e.g))
+	}
 	e.arenaSize = roundUp(e.capacity, e.g)
 	if e.cfg.maxViewBytes == 0 {
 		e.cfg.maxViewBytes = viewBytesPerArena * e.arenaSize

@@ -3,6 +3,7 @@ package stitch
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
 )
 
@@ -37,10 +38,12 @@ import (
 // whole handles, and stitching it costs one handle per block it once held, not one per chunk.
 
 // handleParts splits a growth of n chunks, the first need of which the request lacks, into the
-// sizes (in chunks) of the handles to create: the need as one handle, the rest as another.
+// sizes (in chunks) of the handles to create: handles of the handle size (WithHandleSize, else
+// sized to the headroom: handleUnit), the last one short; when handles follow the blocks, the need
+// as one handle and the rest as another.
 func (e *Engine) handleParts(n, need uint64) []uint64 {
 	if !e.cfg.followBlocks {
-		unit := e.cfg.handleSize / e.g
+		unit := e.handleUnit()
 		var parts []uint64
 		for at := uint64(0); at < n; at += unit {
 			parts = append(parts, min(unit, n-at))
@@ -53,6 +56,25 @@ func (e *Engine) handleParts(n, need uint64) []uint64 {
 		parts = append(parts, n-need)
 	}
 	return parts
+}
+
+// handleUnit is the size, in chunks, of the handles a growth creates: the handle size if
+// WithHandleSize set one, else the largest power of two whose bytes are at most
+// 1/handleHeadroomShare of what the capacity still allows beyond the memory held (reserved and
+// orphaned) and at most maxHandleBytes, and at least one chunk (tunables.go says why).
+func (e *Engine) handleUnit() uint64 {
+	if e.cfg.handleSize > 0 {
+		return e.cfg.handleSize / e.g
+	}
+	held := e.reserved + e.orphanBytes
+	if held >= e.capacity {
+		return 1
+	}
+	limit := min((e.capacity-held)/handleHeadroomShare, maxHandleBytes) / e.g
+	if limit == 0 {
+		return 1
+	}
+	return uint64(1) << (bits.Len64(limit) - 1)
 }
 
 // fitHandles cuts the handles under a new large block [pos, end) at the chunk boundaries around its

@@ -15,7 +15,7 @@ type config struct {
 	maxViews       int
 	maxViewBytes   uint64 // 0: 16 × arena size
 	capacity       uint64 // 0: what the driver reports
-	handleSize     uint64 // bytes of each physical allocation; 0 until New: Granularity
+	handleSize     uint64 // bytes of each physical allocation; 0: sized to the headroom (handleUnit)
 	followBlocks   bool   // handles sized to the blocks (handles.go)
 	growthSlack    float64
 	warmupGrowth   uint64 // 0: none; see WithWarmupGrowth

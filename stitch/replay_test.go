@@ -31,18 +31,24 @@ type replayResult struct {
 	oom                    error
 }
 
-// replay runs tr through a fresh engine over a simulated driver of the given capacity (0: 1 TiB).
-// check > 0 runs Check every check events.
+// traceDevice is the memory of the GPU the traces were recorded on, an H200 (../shared/GPU.md): an
+// uncapped replay runs on a simulated driver of that size, as the engine sizes its handles to the
+// headroom the device leaves.
+const traceDevice = 150_109_880_320
+
+// replay runs tr through a fresh engine over a simulated driver of the given capacity (0: an
+// H200's, traceDevice). check > 0 runs Check every check events.
 func replay(tb testing.TB, tr *trace.Trace, capacity uint64, check int) replayResult {
 	return replayMarked(tb, tr, capacity, check, false)
 }
 
-// replayMarked is replay that, when marks is set, tells the engine where iterations begin.
-func replayMarked(tb testing.TB, tr *trace.Trace, capacity uint64, check int, marks bool) replayResult {
-	var simOpts []sim.Option
-	var opts []stitch.Option
+// replayMarked is replay that, when marks is set, tells the engine where iterations begin; extra
+// options go to the engine.
+func replayMarked(tb testing.TB, tr *trace.Trace, capacity uint64, check int, marks bool, extra ...stitch.Option) replayResult {
+	simOpts := []sim.Option{sim.WithCapacity(traceDevice)}
+	opts := slices.Clone(extra)
 	if capacity > 0 {
-		simOpts = append(simOpts, sim.WithCapacity(capacity))
+		simOpts = []sim.Option{sim.WithCapacity(capacity)}
 		opts = append(opts, stitch.WithCapacity(capacity))
 	}
 	if v := os.Getenv("GMLAKE_SLACK"); v != "" { // measurement knob: WithGrowthSlack

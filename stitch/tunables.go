@@ -30,6 +30,29 @@ const (
 	DefaultGrowthSlack = 0
 )
 
+// The size of the handles a growth creates (handles.go, handleParts), unless WithHandleSize fixes
+// one. Every VMM call costs per handle, so large handles make growing and stitching cheap; but a
+// view maps a handle only whole, so free bytes inside a partly used handle cannot join a view's
+// middle, and a larger handle strands more of them. That costs memory only when memory is short, so
+// a growth's handles are sized to the headroom: the largest power-of-two multiple of Granularity
+// that is at most 1/handleHeadroomShare of the bytes the capacity still allows, and at most
+// maxHandleBytes. Far from the capacity (a job of 60 GiB on a 141 GiB GPU) the handles are 8 or 16
+// MiB; near it they shrink to one chunk, as the fixed 2 MiB handles were, and what is stranded
+// stays small. Measured (results/bench/HANDLES.md: gmlake-bench replay --min-capacity --repeat 4,
+// the simulated device of an H200's 141 GiB, marked, 23 traces) against 2 MiB handles: the
+// largest steady iteration's driver time falls 2-8 x (llama1b-full 526 -> 141 ms, the OPT-1.3B
+// gpu-train trace 584 -> 147) and the largest warm-up iteration's 4-8 x (neox20b 2012 -> 503 ms,
+// gpt2xl-full 843 -> 147); capacity / peak active is the same on 22 of 23 traces and 1.0050 ->
+// 1.0076 on llama1b-full. 8192 is the smallest power of two at which no trace's capacity passes
+// its target (min(1.01, PyTorch expandable segments')): at 4096 llama1b-full needs 1.0124, at
+// 2048 1.0230; at 16384 every capacity is the 2 MiB handles' and the driver times are twice
+// 8192's. Fixed handles trade the other way on every trace: 16 MiB ones cost llama1b-full 1.0265,
+// 64 MiB ones 1.0607.
+const (
+	handleHeadroomShare = 8192
+	maxHandleBytes      = 1 << 30
+)
+
 // Defaults the options derive from others (New).
 const (
 	// pageThresholds: the default page is this many times the small threshold (rounded up to

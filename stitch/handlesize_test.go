@@ -1,0 +1,102 @@
+package stitch_test
+
+import (
+	"fmt"
+	"math/bits"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gmlake/gmlake/driver/sim"
+	"github.com/gmlake/gmlake/stitch"
+)
+
+// createLog is a simulated driver that records the size of every handle created.
+type createLog struct {
+	*sim.Driver
+	sizes []uint64
+}
+
+func (d *createLog) Create(size uint64) (stitch.PhysHandle, error) {
+	h, err := d.Driver.Create(size)
+	if err == nil {
+		d.sizes = append(d.sizes, size)
+	}
+	return h, err
+}
+
+// headroomHandle is the largest handle a growth may create with reserved bytes held under capacity:
+// the largest power-of-two multiple of G within 1/8192 of the headroom, at most 1 GiB, at least G.
+func headroomHandle(capacity, reserved uint64) uint64 {
+	const g = 2 << 20
+	limit := min((capacity-reserved)/8192, 1<<30) / g
+	if limit == 0 {
+		return g
+	}
+	return g << (bits.Len64(limit) - 1)
+}
+
+// TestHandlesSizedToHeadroom: without WithHandleSize, a growth creates handles of the size
+// headroomHandle gives for the memory held before it, the last one of a growth short, so that far
+// from the capacity a growth is a few large handles and near it handles of one chunk.
+func TestHandlesSizedToHeadroom(t *testing.T) {
+	const g, mib, gib = 2 << 20, uint64(1 << 20), uint64(1 << 30)
+	for _, tc := range []struct {
+		capacity, block uint64
+		largest         uint64 // the first growth's handle size
+		allocs          int    // allocations made, 0: until the capacity is reached
+	}{
+		{capacity: 64 * gib, block: 100 * mib, largest: 8 * mib},
+		{capacity: 256 * mib, block: 100 * mib, largest: g},
+		{capacity: 16 << 40, block: 3 * gib, largest: gib, allocs: 3},
+	} {
+		t.Run(fmt.Sprintf("capacity=%dMiB", tc.capacity>>20), func(t *testing.T) {
+			d := &createLog{Driver: sim.New(sim.WithCapacity(tc.capacity))}
+			e, err := stitch.New(d)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, e.Close()) }()
+			var shrank bool
+			for i := 0; ; i++ {
+				reserved := e.Stats().ReservedBytes
+				if reserved+tc.block > tc.capacity || tc.allocs > 0 && i == tc.allocs {
+					break
+				}
+				d.sizes = d.sizes[:0]
+				_, err := e.Alloc(tc.block, 0)
+				require.NoError(t, err)
+				bound := headroomHandle(tc.capacity, reserved)
+				if i == 0 {
+					require.NotEmpty(t, d.sizes)
+					assert.Equal(t, tc.largest, d.sizes[0], "the first growth's first handle")
+				}
+				var sum uint64
+				for j, s := range d.sizes {
+					sum += s
+					assert.LessOrEqual(t, s, bound, "alloc %d handle %d", i, j)
+					if j < len(d.sizes)-1 {
+						assert.Equal(t, bound, s, "alloc %d handle %d: only a growth's last handle is short", i, j)
+					}
+				}
+				assert.Equal(t, e.Stats().ReservedBytes-reserved, sum, "alloc %d: the handles are the growth", i)
+				shrank = shrank || bound < tc.largest
+				require.NoError(t, e.Check())
+			}
+			if tc.largest > g && tc.allocs == 0 {
+				assert.True(t, shrank, "handles shrink as the capacity nears")
+			}
+		})
+	}
+}
+
+// TestHandleSizeFixed: WithHandleSize fixes the handle size whatever the headroom.
+func TestHandleSizeFixed(t *testing.T) {
+	const mib = uint64(1 << 20)
+	d := &createLog{Driver: sim.New(sim.WithCapacity(64 << 30))}
+	e, err := stitch.New(d, stitch.WithHandleSize(64*mib))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	_, err = e.Alloc(200*mib, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{64 * mib, 64 * mib, 64 * mib, 8 * mib}, d.sizes)
+}
