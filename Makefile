@@ -97,20 +97,31 @@ BENCH_JOBS ?= 1
 OWN_TRACES = stitch/testdata/gpt2xl-lora-h200-gpu-train.trace.gz results/gpu-train/2026-11-29-40GiB/traces/*.trace.gz
 bench:
 	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet --jobs $(BENCH_JOBS) \
-		--allocators gmlake,gmlake-unmarked,gorgonia,caching,direct --growth-slack 0.005 --warmup-growth 128MiB \
+		--allocators gmlake,gmlake-unmarked,gorgonia,caching,direct --growth-slack 0.005 --warmup-growth 128MiB --handle-size 2MiB \
 		--markdown results/bench/RESULTS.md --anchors $(TRACES)/pytorch-anchors.jsonl --steps $(TRACES)/pytorch-steps.jsonl \
 		$(wildcard $(TRACES)/*.trace.gz $(TRACES)/*.pickle.gz)
 	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet --jobs $(BENCH_JOBS) \
-		--allocators gmlake,gmlake-unmarked,gorgonia,caching --markdown results/bench/RESULTS-heldout.md \
+		--allocators gmlake,gmlake-unmarked,gorgonia,caching --handle-size 2MiB --markdown results/bench/RESULTS-heldout.md \
 		--steps $(HELDOUT)/pytorch-steps.jsonl $(HELDOUT)/*.trace.gz
 	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet --jobs $(BENCH_JOBS) \
-		--allocators gmlake,gmlake-unmarked,gorgonia,caching --markdown results/bench/RESULTS-own.md \
+		--allocators gmlake,gmlake-unmarked,gorgonia,caching --handle-size 2MiB --markdown results/bench/RESULTS-own.md \
 		$(OWN_TRACES)
 	rm -rf $(GENERATED_DIR) && mkdir -p $(GENERATED_DIR)
 	$(GO) run ./bench/cmd/shard-sim --workload $(GENERATED_WORKLOADS) --ranks 1 --steps 12 --seq-min 128 \
 		--quiet --write-traces $(GENERATED_DIR) >/dev/null
 	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet --jobs $(BENCH_JOBS) \
 		--allocators gmlake,gorgonia,caching --markdown results/bench/RESULTS-generated.md $(GENERATED_DIR)/*.trace.gz
+
+# The handle-size frontier (stitch/tunables.go, handleHeadroomShare): the default engine, whose
+# handles are sized to the headroom, beside fixed handles of 2, 16 and 64 MiB, on every trace of
+# the project (results/bench/HANDLES.md; not in results-check: it runs about five minutes).
+HANDLE_TRACES = $(wildcard $(TRACES)/*.trace.gz $(TRACES)/*.pickle.gz) $(HELDOUT)/*.trace.gz $(OWN_TRACES) \
+	results/cnn/resnet18-multiscale-h200.trace.gz results/cnn/resnet50-multiscale-h200.trace.gz stitch/testdata/two-streams.trace.gz
+.PHONY: handles-bench
+handles-bench:
+	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet --jobs $(BENCH_JOBS) \
+		--allocators gmlake --handle-size 2MiB,16MiB,64MiB --markdown results/bench/HANDLES.md \
+		--steps $(TRACES)/pytorch-steps.jsonl,$(HELDOUT)/pytorch-steps.jsonl --anchors $(TRACES)/pytorch-anchors.jsonl $(HANDLE_TRACES)
 
 # ---- Convolutional networks (issue 20): cnn-bench records multi-scale ResNet-18 training on the CPU
 # (train/cmd/cnn-trace: a new image size each step, gmlake's host memory) into $(CNN_DIR), then

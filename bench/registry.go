@@ -107,6 +107,17 @@ func WarmupSpec(bytes uint64) Spec {
 	}
 }
 
+// HandleSizeSpec returns gmlake with stitch.WithHandleSize(bytes), handles of one fixed size
+// instead of sized to the headroom, named "gmlake/handle=NMiB", to replay beside the default engine.
+func HandleSizeSpec(bytes uint64) Spec {
+	return Spec{
+		Name: fmt.Sprintf("gmlake/handle=%dMiB", bytes/units.MiB),
+		New: func(capacity uint64) (baseline.Allocator, error) {
+			return newSim(baseline.NameGMLake, capacity, stitch.WithHandleSize(bytes))
+		},
+	}
+}
+
 // FollowBlocksSpec returns gmlake with stitch.WithHandlesFollowBlocks, named
 // "gmlake/follow-blocks", to replay beside the default engine.
 func FollowBlocksSpec() Spec {

@@ -5,7 +5,10 @@
 // # Physical memory: the arena
 //
 // Physical memory comes from the driver as handles (one Create each), multiples of Granularity
-// bytes (G, 2 MiB on CUDA), of the handle size (WithHandleSize; G by default). At New the engine
+// bytes (G, 2 MiB on CUDA). A growth's handles are sized to the headroom: the largest power-of-two
+// multiple of G within 1/8192 of the bytes the capacity still allows, at most 1 GiB (handleUnit,
+// tunables.go), so 8 or 16 MiB for a job far from the capacity of an H200 and one chunk near it;
+// WithHandleSize fixes one size instead. At New the engine
 // reserves one virtual range as large as the capacity (the arena) and maps every handle it
 // creates, whole, at fixed slots of it (one slot per chunk of G bytes), for as long as the handle
 // lives. So an arena offset names a physical byte: a free range, a block's bytes and a stitched

@@ -97,16 +97,16 @@ func WithWarmupGrowth(bytes uint64) Option {
 	return func(c *config) error { c.warmupGrowth = bytes; return nil }
 }
 
-// WithHandleSize sets the size of the physical allocations (handles) the engine creates, rounded
-// up to Granularity (default: Granularity, 2 MiB on CUDA). Every VMM call costs per handle, so
-// larger handles make creating memory and stitching it cheaper (a 1 GiB stitch costs 18 ms over
-// 2 MiB handles and 0.5 ms over 64 MiB ones, measured on an H200); but a view maps handles only
-// whole, so only the whole handles of a free range can join a view's middle, and free memory in
-// the middle of a handle cannot be stitched. Measured on the seven shared traces and the two
-// stitch/testdata traces (gmlake-bench replay --min-capacity, marks on), worst capacity / peak
-// active: 1.0068 at 2 MiB handles, 1.073 at 16 MiB (opt1.3b-lora-ckpt-off), 1.062 at 64 MiB
-// (llama1b-full); one handle per growth (the request's deficit): 1.117; one handle (up to 1 GiB)
-// for growths of 256 MiB or more and 2 MiB otherwise: 1.093. So the default keeps memory first.
+// WithHandleSize fixes the size of the physical allocations (handles) the engine creates, rounded
+// up to Granularity; by default (0) a growth's handles are sized to the headroom the capacity
+// leaves (tunables.go, handleHeadroomShare). Every VMM call costs per handle, so larger handles
+// make creating memory and stitching it cheaper (a 1 GiB stitch costs 18 ms over 2 MiB handles and
+// 0.5 ms over 64 MiB ones, measured on an H200); but a view maps handles only whole, so only the
+// whole handles of a free range can join a view's middle, and free memory in the middle of a handle
+// cannot be stitched. Fixed sizes trade memory for driver time on every trace
+// (results/bench/HANDLES.md): llama1b-full needs 1.0050 x peak active with 2 MiB handles, 1.0265 with
+// 16 MiB and 1.0607 with 64 MiB. Granularity (2 MiB on CUDA) gives the fewest stranded bytes
+// whatever the headroom.
 func WithHandleSize(bytes uint64) Option {
 	return func(c *config) error { c.handleSize = bytes; return nil }
 }

@@ -33,6 +33,7 @@ type replayCmd struct {
 	Repeat       int           `default:"0" placeholder:"N" help:"Also replay the iterations N times in a row (resident allocations once) and report driver calls per iteration in the last repetition; 0 = off."`
 	GrowthSlack  []float64     `sep:"," placeholder:"F,..." help:"Also replay gmlake with stitch.WithGrowthSlack(F), as gmlake/slack=F: headroom traded for fewer driver calls (needs gmlake in --allocators)."`
 	WarmupGrowth []units.Bytes `name:"warmup-growth" sep:"," placeholder:"BYTES,..." help:"Also replay gmlake with stitch.WithWarmupGrowth(BYTES), as gmlake/warmup=BYTES: growth in large steps until an iteration is remembered (needs gmlake in --allocators)."`
+	HandleSize   []units.Bytes `name:"handle-size" sep:"," placeholder:"BYTES,..." help:"Also replay gmlake with stitch.WithHandleSize(BYTES), as gmlake/handle=BYTES: handles of one fixed size instead of sized to the headroom (needs gmlake in --allocators)."`
 	FollowBlocks bool          `name:"follow-blocks" help:"Also replay gmlake with stitch.WithHandlesFollowBlocks, as gmlake/follow-blocks: handles sized to the blocks (needs gmlake in --allocators)."`
 	Jobs         int           `default:"1" help:"(trace, allocator) pairs measured at once; >1 makes ns/pair noisier."`
 	Snapshot     string        `type:"path" placeholder:"FILE" help:"Write the first trace's replay through gmlake as a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot's pickle) to FILE."`
@@ -67,6 +68,12 @@ func (c *replayCmd) Run(stdout io.Writer) error {
 	}
 	for _, b := range c.WarmupGrowth {
 		specs = append(specs, bench.WarmupSpec(uint64(b)))
+	}
+	if len(c.HandleSize) > 0 && !slices.ContainsFunc(c.Allocators, func(a string) bool { return strings.TrimSpace(a) == "gmlake" }) {
+		return fmt.Errorf("--handle-size: %w", errSlackWithoutGMLake)
+	}
+	for _, b := range c.HandleSize {
+		specs = append(specs, bench.HandleSizeSpec(uint64(b)))
 	}
 	for _, f := range c.GrowthSlack {
 		s, err := bench.SlackSpec("gmlake", f)

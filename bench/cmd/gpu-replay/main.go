@@ -59,6 +59,7 @@ type cli struct {
 	Bisect       bool          `default:"true" negatable:"" help:"Bisect the engine's minimum capacity on the simulator (unless --sim has it) and replay at it on the GPU; --no-bisect replays without a limit only."`
 	Steps        []string      `sep:"," placeholder:"FILE,..." help:"PyTorch's training step per trace (pytorch-steps.jsonl): the markdown then judges the measured driver time against it."`
 	FollowBlocks bool          `name:"follow-blocks" help:"Run the engine with stitch.WithHandlesFollowBlocks (handles sized to the blocks), on the GPU and on the simulator."`
+	HandleSize   units.Bytes   `name:"handle-size" help:"Run the engine with stitch.WithHandleSize (handles of one fixed size instead of sized to the headroom), on the GPU and on the simulator."`
 	Repeat       int           `default:"1" help:"With N > 1, also replay gmlake (GPU and simulator, no capacity limit) over the iterations repeated N times in a row; the last repetition is reported on its own."`
 }
 
@@ -77,6 +78,9 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 	if c.FollowBlocks {
 		engineOptions = append(engineOptions, stitch.WithHandlesFollowBlocks())
 	}
+	if c.HandleSize > 0 {
+		engineOptions = append(engineOptions, stitch.WithHandleSize(uint64(c.HandleSize)))
+	}
 	files, err := c.traceFiles()
 	if err != nil {
 		return err
@@ -90,7 +94,7 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 		return err
 	}
 	var drv *cuda.Driver
-	device := uint64(unboundedArena) // the simulated device's memory: the GPU's where there is one
+	device := uint64(bench.H200Memory) // the simulated device's memory: the GPU's where there is one
 	header := "GPU replay, simulator only"
 	if !c.SimOnly {
 		drv, err = cuda.New(cuda.WithGranularity(granularity))
