@@ -43,24 +43,25 @@ import (
 func main() {
 	evictBytes := flag.Int("evict", 0, "bytes of a buffer written before every steady request, to evict the allocator's data from the caches")
 	warmOnly := flag.Bool("warm-only", false, "stop after the setup and the warm-up iterations")
+	stride := flag.Int("evict-stride", 64, "bytes between the writes of -evict: 64 writes every cache line, 4096 one line per page (the pages' translations are evicted, few lines)")
 	timed := flag.Bool("time", false, "print the wall time inside the allocator's calls per steady pair")
 	repeat := flag.Int("repeat", 1, "play the trace's iterations this many times; the steady part is then every repetition after the first")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: steady-replay [-evict BYTES] [-warm-only] [-time] [-repeat N] TRACE ALLOCATOR")
+		fmt.Fprintln(os.Stderr, "usage: steady-replay [-evict BYTES] [-evict-stride BYTES] [-warm-only] [-time] [-repeat N] TRACE ALLOCATOR")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() != 2 || *evictBytes < 0 || *repeat < 1 {
+	if flag.NArg() != 2 || *evictBytes < 0 || *repeat < 1 || *stride < 1 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), flag.Arg(1), *evictBytes, *repeat, *warmOnly, *timed); err != nil {
+	if err := run(flag.Arg(0), flag.Arg(1), *evictBytes, *stride, *repeat, *warmOnly, *timed); err != nil {
 		fmt.Fprintln(os.Stderr, "steady-replay:", err)
 		os.Exit(1)
 	}
 }
 
-func run(path, name string, evictBytes, repeat int, warmOnly, timed bool) error {
+func run(path, name string, evictBytes, stride, repeat int, warmOnly, timed bool) error {
 	t, err := bench.Load(path)
 	if err != nil {
 		return err
@@ -104,7 +105,7 @@ func run(path, name string, evictBytes, repeat int, warmOnly, timed bool) error 
 		return nil
 	}
 	debug.SetGCPercent(-1)
-	r.evict = make([]byte, evictBytes)
+	r.evict, r.stride = make([]byte, evictBytes), stride
 	r.timed = timed
 	pairs, err := steadyPart(r, ops[cut:])
 	if err != nil {
@@ -125,6 +126,7 @@ type replayer struct {
 	marker baseline.IterationMarker
 	ptrs   []uintptr
 	evict  []byte
+	stride int
 	timed  bool
 	inside time.Duration
 }
@@ -144,7 +146,7 @@ func (r *replayer) replay(ops []bench.Op) (int, error) {
 	pairs := 0
 	for i, o := range ops {
 		if len(r.evict) > 0 && o.Kind != trace.Iter {
-			evict(r.evict)
+			evict(r.evict, r.stride)
 		}
 		var t0 time.Time
 		if r.timed {
@@ -181,11 +183,11 @@ func (r *replayer) replay(ops []bench.Op) (int, error) {
 	return pairs, nil
 }
 
-// evict writes one byte of each cache line of buf.
+// evict writes one byte every stride bytes of buf.
 //
 //go:noinline
-func evict(buf []byte) {
-	for i := 0; i < len(buf); i += 64 {
+func evict(buf []byte, stride int) {
+	for i := 0; i < len(buf); i += stride {
 		buf[i]++
 	}
 }
