@@ -38,16 +38,18 @@ const (
 // that is at most 1/handleHeadroomShare of the bytes the capacity still allows, and at most
 // maxHandleBytes. Far from the capacity (a job of 60 GiB on a 141 GiB GPU) the handles are 8 or 16
 // MiB; near it they shrink to one chunk, as the fixed 2 MiB handles were, and what is stranded
-// stays small. Measured (results/bench/HANDLES.md: gmlake-bench replay --min-capacity --repeat 4,
-// the simulated device of an H200's 141 GiB, marked, 23 traces) against 2 MiB handles: the
-// largest steady iteration's driver time falls 2-8 x (llama1b-full 526 -> 141 ms, the OPT-1.3B
-// gpu-train trace 584 -> 147) and the largest warm-up iteration's 4-8 x (neox20b 2012 -> 503 ms,
-// gpt2xl-full 843 -> 147); capacity / peak active is the same on 22 of 23 traces and 1.0050 ->
-// 1.0076 on llama1b-full. 8192 is the smallest power of two at which no trace's capacity passes
-// its target (min(1.01, PyTorch expandable segments')): at 4096 llama1b-full needs 1.0124, at
-// 2048 1.0230; at 16384 every capacity is the 2 MiB handles' and the driver times are twice
-// 8192's. Fixed handles trade the other way on every trace: 16 MiB ones cost llama1b-full 1.0265,
-// 64 MiB ones 1.0607.
+// stays small. Measured with gmlake-bench replay --min-capacity --repeat 4 (marked; the simulated
+// device of an H200's 141 GiB) on the 20 traces of results/bench/HANDLES.md, the two ResNet
+// training loops and the CPU ResNet-18 trace, against 2 MiB handles: the largest steady
+// iteration's driver time falls 3-10 x (llama1b-full 526 -> 141 ms, the OPT-1.3B gpu-train trace
+// 584 -> 147) and the largest warm-up iteration's 3-8 x (neox20b 2012 -> 503 ms, gpt2xl-full
+// 843 -> 148); capacity / peak active is the same on all but llama1b-full (1.0050 -> 1.0076). 8192
+// is the smallest power of two at which no trace's capacity passes its target (min(1.01, PyTorch
+// expandable segments')): at 4096 llama1b-full needs 1.0124, at 2048 1.0230; at 16384 every
+// capacity is the 2 MiB handles' and the driver times are about twice 8192's. Fixed handles trade
+// the other way on every trace (HANDLES.md): 16 MiB ones cost llama1b-full 1.0265, 64 MiB ones
+// 1.0607. On the H200 (results/gpu-replay/h200-2026-12-02-headroom.md) the largest warm-up
+// iteration's measured driver time falls 3-6 x on all 15 replayed traces.
 const (
 	handleHeadroomShare = 8192
 	maxHandleBytes      = 1 << 30
