@@ -35,8 +35,8 @@
 // with the work queued before the free.
 // Measured with gmlake-bench replay --min-capacity --repeat 4 --json (the H200 cost model) on the
 // 7 shared traces, the 6 held-out ones, the 3 gpu-train ones and the 3 ResNet ones, against the
-// default engine in the same run, marked: the largest steady iteration's driver time is lower on
-// 10 of 19 (llama1b-full 526 -> 148 ms, opt1.3b-full 307 -> 141, llama7b-lora-ckpt-off 219 -> 38,
+// engine with fixed 2 MiB handles (WithHandleSize) in the same run, "the default" below, marked:
+// the largest steady iteration's driver time is lower on 10 of 19 (llama1b-full 526 -> 148 ms, opt1.3b-full 307 -> 141, llama7b-lora-ckpt-off 219 -> 38,
 // the gpu-train OPT-1.3B trace 584 -> 42, ResNet-18 on the H200 236 -> 34) and higher on the 9
 // where the default makes few calls or none (bert-base MLM 0 -> 57 ms, Qwen-150k LoRA 0 -> 65, T5
 // 7 -> 33: blocks of new sizes keep re-cutting handles); the largest warm-up iteration's is lower
