@@ -141,9 +141,9 @@ func assertFourthRepetitionQuiet(t *testing.T, tr *trace.Trace) { assertQuietFro
 
 // assertQuietFrom replays tr's iterations reps times in a row, with marks or not, and checks that no
 // repetition from the from-th on (1-based) makes a driver call.
-func assertQuietFrom(t *testing.T, tr *trace.Trace, reps, from int, marks bool) {
+func assertQuietFrom(t *testing.T, tr *trace.Trace, reps, from int, marks bool, opts ...stitch.Option) {
 	per := len(tr.Iterations())
-	res := replayMarked(t, cycled(t, tr, reps), 0, 0, marks)
+	res := replayMarked(t, cycled(t, tr, reps), 0, 0, marks, opts...)
 	require.NoError(t, res.oom)
 	calls := res.callsPerIter
 	require.Len(t, calls, reps*per)

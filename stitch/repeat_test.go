@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gmlake/gmlake/stitch"
 	"github.com/gmlake/gmlake/trace"
 )
 
@@ -14,13 +15,22 @@ import (
 // (contextPlaces), so each finds its own. The ResNet-18 and ResNet-50 traces of results/cnn (recorded
 // on an H200, a new image size each step, shapes recurring after different ones) repeated four
 // times in a row, unmarked, make no driver call in their fourth repetition (with one place per
-// context: 54 and 320 calls).
+// context: 54 and 320 calls), with handles sized to the headroom and with handles of one chunk (as
+// the engine makes them near its capacity, where the older places matter: with the larger handles
+// of an uncapped run one place per context settles too).
 func TestUnmarkedConvergesOnMultiscaleCNN(t *testing.T) {
 	for _, name := range []string{"resnet18-multiscale-h200.trace.gz", "resnet50-multiscale-h200.trace.gz"} {
 		t.Run(name, func(t *testing.T) {
 			tr, err := trace.ReadFile(filepath.Join("..", "results", "cnn", name))
 			require.NoError(t, err)
-			assertQuietFrom(t, tr, 4, 4, false)
+			forHandleSizes(t, func(t *testing.T, opts ...stitch.Option) { assertQuietFrom(t, tr, 4, 4, false, opts...) })
 		})
 	}
+}
+
+// forHandleSizes runs test with the default handles (sized to the headroom) and with handles fixed
+// at one 2 MiB chunk, the size the engine makes near its capacity.
+func forHandleSizes(t *testing.T, test func(t *testing.T, opts ...stitch.Option)) {
+	t.Run("handles=headroom", func(t *testing.T) { test(t) })
+	t.Run("handles=2MiB", func(t *testing.T) { test(t, stitch.WithHandleSize(2<<20)) })
 }

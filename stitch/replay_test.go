@@ -378,7 +378,8 @@ func TestUnmarkedLoopSettles(t *testing.T) {
 // varying loads, two varying lengths) and the GPT-2-XL LoRA trace gpu-train recorded (four lengths
 // in random order). Their pages keep away from the places of remembered contexts, and a page growth
 // gives the small pool all its pages at once (pageaway.go); with pages placed like any large
-// request the fourth repetitions made 850, 114 and 604 calls.
+// request the fourth repetitions made 850, 114 and 604 calls with 2 MiB handles. Run with handles
+// sized to the headroom and with handles of one chunk (forHandleSizes).
 func TestUnmarkedConvergesOnTraces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
@@ -391,7 +392,7 @@ func TestUnmarkedConvergesOnTraces(t *testing.T) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			tr, err := trace.ReadFile(path)
 			require.NoError(t, err)
-			assertQuietFrom(t, tr, 4, 4, false)
+			forHandleSizes(t, func(t *testing.T, opts ...stitch.Option) { assertQuietFrom(t, tr, 4, 4, false, opts...) })
 		})
 	}
 }
