@@ -49,7 +49,7 @@ const (
 // capacity is the 2 MiB handles' and the driver times are about twice 8192's. Fixed handles trade
 // the other way on every trace (HANDLES.md): 16 MiB ones cost llama1b-full 1.0265, 64 MiB ones
 // 1.0607. On the H200 (results/gpu-replay/h200-2026-12-02-headroom.md) the largest warm-up
-// iteration's measured driver time falls 3-6 x on all 15 replayed traces.
+// iteration's measured driver time falls 3.0-6.4 x on all 15 replayed traces.
 const (
 	handleHeadroomShare = 8192
 	maxHandleBytes      = 1 << 30
