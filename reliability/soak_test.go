@@ -3,6 +3,7 @@ package reliability
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -93,6 +94,27 @@ func raceSoakTraces(t *testing.T, names []string) []string {
 	return kept
 }
 
+// TestSoakOneChunkHandles is TestSoak on two traces with handles fixed at one 2 MiB chunk, the size
+// the engine makes near its capacity (without one, a simulated device of 1 TiB leaves a headroom
+// that makes its handles 128 MiB): there the small pool's layout must follow the contexts of
+// small requests (small.go) for the steady iterations to make no driver call.
+func TestSoakOneChunkHandles(t *testing.T) {
+	iterations := envInt(t, "GMLAKE_SOAK_ITERS", 20)
+	for _, name := range []string{"opt1.3b-full.noweights.trace.gz", "opt1.3b-lora-ckpt-off.noweights.trace.gz"} {
+		t.Run(name, func(t *testing.T) {
+			tr := tracetest.Load(t, name)
+			for _, marked := range soakModes(t) {
+				t.Run(soakMode(marked), func(t *testing.T) {
+					r := soak(t, tr, iterations, 0, marked, stitch.WithHandleSize(2<<20))
+					assert.Zero(t, r.steadyCalls, "driver calls in %d steady-state iterations", r.steadyIters)
+					assert.Equal(t, [2]uint64{r.reservedAfterWarmup, r.reservedAfterWarmup}, r.reservedSteady,
+						"reserved bytes after warm-up, then least and most in the steady iterations")
+				})
+			}
+		})
+	}
+}
+
 // TestSoakTightBudget soaks one trace with room for only 16 stitched blocks: the budget must hold
 // at every iteration, whatever it costs in driver calls.
 func TestSoakTightBudget(t *testing.T) {
@@ -120,15 +142,15 @@ type iterationRecord struct {
 // steady-state figures. Marked: MarkIteration at every iteration marker, as a
 // training loop calls it (the engine's memos replay the placements of an iteration of the same
 // shape); else the engine is never told where iterations begin.
-func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int, marked bool) soakResult {
+func soak(t *testing.T, tr *trace.Trace, iterations, maxViews int, marked bool, opts ...stitch.Option) soakResult {
 	s, err := NewSoak(tr, soakFrom, iterations)
 	require.NoError(t, err)
 	require.NoError(t, s.Trace.Validate())
-	cfg := Config{}
+	cfg := Config{EngineOptions: slices.Clone(opts)}
 	budget := stitch.DefaultMaxViews
 	if maxViews > 0 {
 		budget = maxViews
-		cfg.EngineOptions = []stitch.Option{stitch.WithStitchBudget(maxViews, 0)}
+		cfg.EngineOptions = append(cfg.EngineOptions, stitch.WithStitchBudget(maxViews, 0))
 	}
 	h, err := NewHarness(cfg)
 	require.NoError(t, err)

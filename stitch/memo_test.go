@@ -163,7 +163,8 @@ func assertQuietFrom(t *testing.T, tr *trace.Trace, reps, from int, marks bool, 
 // GPT-2-XL batch-search trace needed a fifth, and with the memos of exact shapes alone it made 11
 // calls again in the sixth). Without marks every
 // repetition makes hundreds. The batch-search traces need the hand-over between memos: a step
-// whose script begins like one remembered shape and goes on like another.
+// whose script begins like one remembered shape and goes on like another. Run with handles sized to
+// the headroom and with handles of one chunk (forHandleSizes): the figures above are the latter's.
 func TestMemoConvergesOnGPUTrainTraces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
@@ -180,7 +181,7 @@ func TestMemoConvergesOnGPUTrainTraces(t *testing.T) {
 		t.Run(filepath.Base(tc.path), func(t *testing.T) {
 			tr, err := trace.ReadFile(tc.path)
 			require.NoError(t, err)
-			assertQuietFrom(t, tr, 6, tc.quietFrom, true)
+			forHandleSizes(t, func(t *testing.T, opts ...stitch.Option) { assertQuietFrom(t, tr, 6, tc.quietFrom, true, opts...) })
 		})
 	}
 }
