@@ -51,9 +51,13 @@
 // Unmarked the option costs capacity (opt1.3b-lora-ckpt-off 1.0304 against the default's 1.0010,
 // Qwen-150k 1.0198 against 1.0028) and keeps stitching in the fourth repetition on 11 of 19
 // traces (bert-base MLM 213 calls per iteration; the default: on 2); keeping the idle views unmarked
-// too settled all but Mixtral-MoE and ResNet-50 on the H200 but cost up to 1.139. So it is an
-// option: the driver-time targets (1% and 10% of PyTorch's step) are not met with it on most
-// traces either.
+// too settled all but Mixtral-MoE and ResNet-50 on the H200 but cost up to 1.139. Against the
+// default engine, whose handles are sized to the headroom (same replay, the 7 shared and 6
+// held-out traces, marked), it is lower only on the largest warm-up iteration of 3 (neox20b 503 ->
+// 354 ms, llama7b-lora-ckpt-off 157 -> 85, opt1.3b-lora-ckpt 70 -> 58) and the largest steady one
+// of 1 (llama7b-lora-ckpt-off 56 -> 38), and higher on the rest (bert-base MLM steady 0 -> 57 ms,
+// gpt2xl-full warm-up 148 -> 454). So it is an option: the driver-time targets (1% and 10% of
+// PyTorch's step) are not met with it on most traces either.
 //
 // # Blocks, views, and the three places a free byte can be
 //
