@@ -138,6 +138,11 @@ var (
 	colRelease   = func(r HandleTableRow) float64 { return r.UnmapRelease - r.StitchUnmap }
 )
 
+// H200Memory is the memory of the project's NVIDIA H200 (../shared/GPU.md: cuMemGetInfo's total):
+// the simulated device gmlake runs on when no capacity is given, since the engine sizes its handles
+// to the headroom the device leaves (stitch/tunables.go).
+const H200Memory = 150_109_880_320
+
 // H200 is the CostModel of the project's H200, the VMM calls fitted by FitHandleCost to
 // H200HandleTable. The fits, and each row's residual from 2 MiB to 1 GiB handles:
 //
@@ -162,11 +167,6 @@ var (
 // time was 1.0-1.8 times the model's (1.44 times at the median of 11 traces) and the largest
 // warm-up iteration's 0.97-1.48 times. So the model is low by about a third: read its figures as
 // the order of magnitude, and a target it only just meets as not met.
-// H200Memory is the memory of the project's NVIDIA H200 (../shared/GPU.md: cuMemGetInfo's total):
-// the simulated device gmlake runs on when no capacity is given, since the engine sizes its handles
-// to the headroom the device leaves (stitch/tunables.go).
-const H200Memory = 150_109_880_320
-
 var H200 = func() CostModel {
 	fit := func(col func(HandleTableRow) float64) HandleCost { return FitHandleCost(H200HandleTable, col).Cost }
 	return CostModel{

@@ -27,10 +27,3 @@ func TestUnmarkedConvergesOnMultiscaleCNN(t *testing.T) {
 		})
 	}
 }
-
-// forHandleSizes runs test with the default handles (sized to the headroom) and with handles fixed
-// at one 2 MiB chunk, the size the engine makes near its capacity.
-func forHandleSizes(t *testing.T, test func(t *testing.T, opts ...stitch.Option)) {
-	t.Run("handles=headroom", func(t *testing.T) { test(t) })
-	t.Run("handles=2MiB", func(t *testing.T) { test(t, stitch.WithHandleSize(2<<20)) })
-}

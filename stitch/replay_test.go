@@ -42,6 +42,13 @@ func replay(tb testing.TB, tr *trace.Trace, capacity uint64, check int) replayRe
 	return replayMarked(tb, tr, capacity, check, false)
 }
 
+// forHandleSizes runs test with the default handles (sized to the headroom) and with handles fixed
+// at one 2 MiB chunk, the size the engine makes near its capacity.
+func forHandleSizes(t *testing.T, test func(t *testing.T, opts ...stitch.Option)) {
+	t.Run("handles=headroom", func(t *testing.T) { test(t) })
+	t.Run("handles=2MiB", func(t *testing.T) { test(t, stitch.WithHandleSize(2<<20)) })
+}
+
 // replayMarked is replay that, when marks is set, tells the engine where iterations begin; extra
 // options go to the engine.
 func replayMarked(tb testing.TB, tr *trace.Trace, capacity uint64, check int, marks bool, extra ...stitch.Option) replayResult {

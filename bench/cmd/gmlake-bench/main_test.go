@@ -191,7 +191,7 @@ func TestReplayGrowthSlack(t *testing.T) {
 	assert.Equal(t, []string{"gmlake", "gorgonia", "gmlake/slack=0.005", "gmlake/slack=0.5"}, allocatorNames(t, out))
 
 	_, err = runCLI(t, "replay", "--quiet", "--allocators", "caching", "--growth-slack", "0.01", writeTiny(t))
-	require.ErrorIs(t, err, errSlackWithoutGMLake)
+	require.ErrorIs(t, err, errVariantWithoutGMLake)
 	_, err = runCLI(t, "replay", "--quiet", "--allocators", "gmlake", "--growth-slack", "1.5", writeTiny(t))
 	require.ErrorIs(t, err, stitch.ErrBadOption)
 }
@@ -205,7 +205,7 @@ func TestReplayWarmupGrowth(t *testing.T) {
 	assert.Equal(t, []string{"gmlake", "gmlake/warmup=64MiB", "gmlake/warmup=128MiB"}, allocatorNames(t, out))
 
 	_, err = runCLI(t, "replay", "--quiet", "--allocators", "caching", "--warmup-growth", "64MiB", writeTiny(t))
-	require.ErrorIs(t, err, errSlackWithoutGMLake)
+	require.ErrorIs(t, err, errVariantWithoutGMLake)
 }
 
 // allocatorNames returns the allocator of each JSON line of out, in order.

@@ -42,9 +42,9 @@ type replayCmd struct {
 	Traces       []string      `arg:"" type:"existingfile" name:"TRACE" help:"Trace files."`
 }
 
-// errSlackWithoutGMLake: --growth-slack or --warmup-growth was given without gmlake among the
-// allocators.
-var errSlackWithoutGMLake = errors.New("gmlake is not among --allocators")
+// errVariantWithoutGMLake: a flag that adds a variant of gmlake (--growth-slack, --warmup-growth,
+// --handle-size, --follow-blocks) was given without gmlake among the allocators.
+var errVariantWithoutGMLake = errors.New("gmlake is not among --allocators")
 
 func (c *replayCmd) Run(stdout io.Writer) error {
 	if c.Repeat < 0 {
@@ -54,23 +54,18 @@ func (c *replayCmd) Run(stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(c.GrowthSlack) > 0 && !slices.ContainsFunc(c.Allocators, func(a string) bool { return strings.TrimSpace(a) == "gmlake" }) {
-		return fmt.Errorf("--growth-slack: %w", errSlackWithoutGMLake)
-	}
-	if len(c.WarmupGrowth) > 0 && !slices.ContainsFunc(c.Allocators, func(a string) bool { return strings.TrimSpace(a) == "gmlake" }) {
-		return fmt.Errorf("--warmup-growth: %w", errSlackWithoutGMLake)
+	withGMLake := slices.ContainsFunc(c.Allocators, func(a string) bool { return strings.TrimSpace(a) == "gmlake" })
+	for flag, given := range map[string]bool{"--growth-slack": len(c.GrowthSlack) > 0, "--warmup-growth": len(c.WarmupGrowth) > 0,
+		"--handle-size": len(c.HandleSize) > 0, "--follow-blocks": c.FollowBlocks} {
+		if given && !withGMLake {
+			return fmt.Errorf("%s: %w", flag, errVariantWithoutGMLake)
+		}
 	}
 	if c.FollowBlocks {
-		if !slices.ContainsFunc(c.Allocators, func(a string) bool { return strings.TrimSpace(a) == "gmlake" }) {
-			return fmt.Errorf("--follow-blocks: %w", errSlackWithoutGMLake)
-		}
 		specs = append(specs, bench.FollowBlocksSpec())
 	}
 	for _, b := range c.WarmupGrowth {
 		specs = append(specs, bench.WarmupSpec(uint64(b)))
-	}
-	if len(c.HandleSize) > 0 && !slices.ContainsFunc(c.Allocators, func(a string) bool { return strings.TrimSpace(a) == "gmlake" }) {
-		return fmt.Errorf("--handle-size: %w", errSlackWithoutGMLake)
 	}
 	for _, b := range c.HandleSize {
 		specs = append(specs, bench.HandleSizeSpec(uint64(b)))

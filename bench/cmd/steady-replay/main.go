@@ -155,9 +155,7 @@ func (r *replayer) replay(ops []bench.Op) (int, error) {
 		switch o.Kind {
 		case trace.Alloc:
 			ptr, err := r.a.Alloc(o.Size, o.Stream)
-			if r.timed {
-				r.inside += time.Since(t0)
-			}
+			r.clock(t0)
 			if err != nil {
 				return pairs, fmt.Errorf("event %d: alloc %d bytes: %w", i, o.Size, err)
 			}
@@ -165,22 +163,25 @@ func (r *replayer) replay(ops []bench.Op) (int, error) {
 			pairs++
 		case trace.Free:
 			err := r.a.Free(r.ptrs[o.Slot], o.Size)
-			if r.timed {
-				r.inside += time.Since(t0)
-			}
+			r.clock(t0)
 			if err != nil {
 				return pairs, fmt.Errorf("event %d: free %d bytes: %w", i, o.Size, err)
 			}
 		case trace.Iter:
 			if r.marker != nil {
 				r.marker.MarkIteration()
-				if r.timed {
-					r.inside += time.Since(t0)
-				}
+				r.clock(t0)
 			}
 		}
 	}
 	return pairs, nil
+}
+
+// clock adds the time since t0, a call's start, to the time inside the allocator (-time).
+func (r *replayer) clock(t0 time.Time) {
+	if r.timed {
+		r.inside += time.Since(t0)
+	}
 }
 
 // evict writes one byte every stride bytes of buf.
