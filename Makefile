@@ -114,7 +114,7 @@ bench:
 
 # The handle-size frontier (stitch/tunables.go, handleHeadroomShare): the default engine, whose
 # handles are sized to the headroom, beside fixed handles of 2, 16 and 64 MiB, on every trace of
-# the project (results/bench/HANDLES.md; not in results-check: it runs about five minutes).
+# the project (results/bench/HANDLES.md; not in results-check: about a minute on 2 cores).
 HANDLE_TRACES = $(wildcard $(TRACES)/*.trace.gz $(TRACES)/*.pickle.gz) $(HELDOUT)/*.trace.gz $(OWN_TRACES) \
 	results/cnn/resnet18-multiscale-h200.trace.gz results/cnn/resnet50-multiscale-h200.trace.gz stitch/testdata/two-streams.trace.gz
 .PHONY: handles-bench
