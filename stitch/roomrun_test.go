@@ -9,11 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRoomRunBoundsViewIdleRuns checks, through random allocations and frees of large blocks under
-// a capacity that makes the engine stitch, on one stream and on three whose events complete at
-// random, that roomRun (findIdle's filter of the views) never passes over a view that holds an
-// idle run of the requested size (a walk of every block its pieces meet), and that it does pass
-// over views that hold none.
 // TestFindIdleViewsExact checks, through the workloads of TestRoomRunBoundsViewIdleRuns, that
 // findIdle, with its filters (the room spans a view maps, runs that cannot beat a window that
 // flushes nothing, the rooms bounded above the best cost), finds the window a search without them
@@ -60,6 +55,11 @@ func exhaustiveIdle(e *Engine, r uint64) (idleWindow, bool) {
 	return best, found
 }
 
+// TestRoomRunBoundsViewIdleRuns checks, through random allocations and frees of large blocks under
+// a capacity that makes the engine stitch, on one stream and on three whose events complete at
+// random, that roomRun (findIdle's filter of the views) never passes over a view that holds an
+// idle run of the requested size (a walk of every block its pieces meet), and that it does pass
+// over views that hold none.
 func TestRoomRunBoundsViewIdleRuns(t *testing.T) {
 	for _, streams := range []int{1, 3} {
 		t.Run(fmt.Sprintf("streams=%d", streams), func(t *testing.T) { testRoomRunBound(t, streams) })
