@@ -39,52 +39,68 @@ func (n *Node[V]) fix() {
 	n.maxWeight = m
 }
 
-// insert adds x below n and returns the subtree's new root, rotating x up while its priority is
-// the larger.
-func insert[V any](n, x *Node[V]) *Node[V] {
-	if n == nil {
-		return x
-	}
-	if less(x.hi, x.lo, n.hi, n.lo) {
-		n.left = insert(n.left, x)
-		if l := n.left; l.prio > n.prio {
-			n.left, l.right = l.right, n
-			n.fix()
-			l.fix()
-			return l
+// insert adds x to the tree whose root is at *link: x takes the place of the first node on its
+// search path whose priority is below its own, and the subtree there is split around x's key into
+// x's children. The shape is the one that inserting x at a leaf and rotating it up gives, but the
+// nodes above x are only read (their largest weight written where x raises it), and no call
+// frame is pushed per level.
+func insert[V any](link **Node[V], x *Node[V]) {
+	for n := *link; n != nil && n.prio >= x.prio; n = *link {
+		if x.weight > n.maxWeight {
+			n.maxWeight = x.weight // x is below n now
 		}
-	} else {
-		n.right = insert(n.right, x)
-		if r := n.right; r.prio > n.prio {
-			n.right, r.left = r.left, n
-			n.fix()
-			r.fix()
-			return r
+		if less(x.hi, x.lo, n.hi, n.lo) {
+			link = &n.left
+		} else {
+			link = &n.right
 		}
 	}
-	n.maxWeight = max(n.maxWeight, x.weight) // x is below n now
-	return n
+	x.left, x.right = split(*link, x.hi, x.lo)
+	x.fix()
+	*link = x
 }
 
-// remove takes the node of key (hi, lo) out of the subtree at n, sets *gone to it, and returns the
-// subtree's new root.
-func remove[V any](n *Node[V], hi, lo uint64, gone **Node[V]) *Node[V] {
+// split divides the subtree at n, which holds no key (hi, lo), into the keys before (hi, lo) and
+// those after. Its path is expected O(1) long below an insertion point: the rotations an insert
+// at a leaf would make.
+func split[V any](n *Node[V], hi, lo uint64) (before, after *Node[V]) {
 	if n == nil {
-		return nil
+		return nil, nil
 	}
-	switch {
-	case less(hi, lo, n.hi, n.lo):
-		n.left = remove(n.left, hi, lo, gone)
-	case less(n.hi, n.lo, hi, lo):
-		n.right = remove(n.right, hi, lo, gone)
-	default:
-		*gone = n
-		return merge(n.left, n.right)
+	if less(n.hi, n.lo, hi, lo) {
+		n.right, after = split(n.right, hi, lo)
+		n.fix()
+		return n, after
 	}
-	if g := *gone; g != nil && g.weight == n.maxWeight && g.weight > 0 {
-		n.fix() // the largest weight may have left this subtree
+	before, n.left = split(n.left, hi, lo)
+	n.fix()
+	return before, n
+}
+
+// remove takes the node of key (hi, lo) out of the tree whose root is at *link and returns it, or
+// nil: one descent, the node replaced by the merge of its children, and the largest weights of the
+// nodes above it fixed from the bottom up where it held them. *path is scratch for the nodes
+// above it, kept by the tree so that a removal allocates nothing.
+func remove[V any](link **Node[V], hi, lo uint64, path *[]*Node[V]) *Node[V] {
+	above := (*path)[:0]
+	for n := *link; n != nil; n = *link {
+		switch {
+		case less(hi, lo, n.hi, n.lo):
+			link = &n.left
+		case less(n.hi, n.lo, hi, lo):
+			link = &n.right
+		default:
+			*link = merge(n.left, n.right)
+			for i := len(above) - 1; i >= 0 && n.weight > 0 && n.weight == above[i].maxWeight; i-- {
+				above[i].fix() // the largest weight may have left this subtree
+			}
+			*path = above
+			return n
+		}
+		above = append(above, n)
 	}
-	return n
+	*path = above
+	return nil
 }
 
 // merge joins a and b, every key of a being less than every key of b.

@@ -4,8 +4,9 @@ package treap
 type Tree[V any] struct {
 	root  *Node[V]
 	len   int
-	rng   uint64   // xorshift state for priorities; 0 until the first insert
-	spare *Node[V] // deleted nodes kept for reuse, linked through right
+	rng   uint64     // xorshift state for priorities; 0 until the first insert
+	spare *Node[V]   // deleted nodes kept for reuse, linked through right
+	path  []*Node[V] // Delete's scratch: the nodes above the one removed
 }
 
 // Len returns the number of nodes.
@@ -40,15 +41,14 @@ func (t *Tree[V]) Insert(hi, lo, w uint64, v V) *Node[V] {
 	}
 	n.hi, n.lo, n.weight, n.maxWeight, n.prio, n.left, n.right = hi, lo, w, w, t.nextPrio(), nil, nil
 	n.Value = v
-	t.root = insert(t.root, n)
+	insert(&t.root, n)
 	t.len++
 	return n
 }
 
 // Delete removes the node of key (hi, lo) and reports whether there was one.
 func (t *Tree[V]) Delete(hi, lo uint64) bool {
-	var gone *Node[V]
-	t.root = remove(t.root, hi, lo, &gone)
+	gone := remove(&t.root, hi, lo, &t.path)
 	if gone == nil {
 		return false
 	}
