@@ -124,7 +124,8 @@
 //     block), then a run of loose bytes in a view;
 //  5. in a new shape, room made by flushing every cached large block, then the lowest loose range
 //     that fits (shape.go);
-//  6. the idle window that flushes the fewest cached bytes (idle.go);
+//  6. the idle window that flushes the fewest cached bytes (idle.go): in the arena, and in the
+//     views only where the arena holds none;
 //  7. loose pieces stitched under a new view, else idle pieces (flushing only what they cover);
 //  8. room made by flushing cached large blocks until a loose range fits, then that range, then a
 //     loose run in a view;
@@ -146,8 +147,8 @@
 //   - Split: no driver call, the block is carved from free memory by the chain's steps 1-6 and
 //     8. A home (homes.go) is a place, in the arena or in a view, where a block of this size lay
 //     before and that no live block uses now, the one whose taking flushes the fewest cached bytes,
-//     the most recently used of those; an idle window (idle.go) is the r bytes, in the arena or in
-//     any view, that no live block uses and whose taking flushes the fewest cached bytes. Only the
+//     the most recently used of those; an idle window (idle.go) is the r bytes of the arena (else of
+//     any view) that no live block uses and whose taking flushes the fewest cached bytes. Only the
 //     cached blocks under the chosen window are flushed;
 //     the rest of the cache stays for exact matches. These searches walk the homes of the size
 //     (at most 1024), the arena's indexes and the views, but only the 256 most recently used
@@ -160,7 +161,8 @@
 //     (the room index, room.go), and of those at the maxRoomScan (256) smallest that hold the
 //     request, O(256 log n) for n blocks; each room carries a lower bound on what a window there
 //     flushes, and rooms whose bound is above the best window found are passed over in whole
-//     subtrees, so a split of one of many equal cached holes looks at a few rooms. On the
+//     subtrees, so a split of one of many equal cached holes looks at a few rooms, and rooms
+//     with too few loose bytes to hold a better window (lossBound) are passed over unwalked. On the
 //     largest shared traces a miss costs up to tens of microseconds (an alloc+free pair 1-12 µs
 //     on average), still far below a driver call; the exact path does none of it.
 //   - Stitch: loose ranges whose whole handles, plus the head of the first and the tail of the

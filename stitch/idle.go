@@ -37,6 +37,9 @@ type runTracker struct {
 	start, end uint64
 	segs       []idleSeg // of the open run
 	found      func(start, end uint64, segs []idleSeg)
+	// minLoose, if set, is the fewest loose bytes that an arena range fed by idleRunsIn must hold
+	// for a window there to matter (lossBound); a range with fewer is passed over unwalked.
+	minLoose func() uint64
 }
 
 // idleSeg is a piece of an idle run: loose bytes (cost 0) or the bytes of a cached block (cost:
@@ -76,12 +79,23 @@ func windowCost(segs []idleSeg, start, end uint64) uint64 {
 	return c
 }
 
-// findIdle looks, in the arena and in every view, for the window of r bytes that no live block
-// uses and whose taking flushes the fewest cached bytes. A miss then repurposes only what it needs
-// and keeps the rest of the cache for exact matches; and since views are searched too, a request
-// reuses a stitched range an earlier request made instead of mapping a new one.
+// findIdle looks for the window of r bytes that no live block uses and whose taking flushes the
+// fewest cached bytes: in the arena, and only when the arena holds none, in every view. A miss
+// then repurposes only what it needs and keeps the rest of the cache for exact matches; and where
+// the arena cannot serve it, a request reuses a stitched range an earlier request made instead of
+// mapping a new one. An arena window makes a primitive block, which maps nothing either, so a
+// view's window is not weighed against it. Weighing them (the best of both), measured on the 20
+// traces of the placement check (gmlake-bench replay --min-capacity --repeat 4, H200 cost model):
+// marked, every placement the same; unmarked, where a new shape's misses fall through to this
+// search, 1.1-3.7 times the instructions per steady pair (callgrind over steady-replay, ten
+// traces), more driver time (the largest steady and warm-up iterations, summed over the traces:
+// 814 and 1,788 ms against 783 and 1,771) and the same memory (capacity / peak active: 10 traces
+// lower without the views, 6 higher, each within 0.003).
 func (e *Engine) findIdle(r uint64) (idleWindow, bool) {
 	best, found := e.arenaIdle(r, true)
+	if found {
+		return best, true
+	}
 	offer := func(w idleWindow) {
 		if !found || w.better(best) {
 			best, found = w, true
@@ -162,6 +176,21 @@ func (e *Engine) roomRun(v *view, r uint64) bool {
 	return false
 }
 
+// lossBound is the fewest loose bytes that a window of r bytes must hold to flush no more cached
+// bytes than best (if found) does; 0 when any window may. A window's bytes are loose or owned by
+// idle cached blocks, and it flushes each of those blocks whole, so a window holding L loose bytes
+// flushes at least r-L: a room holding fewer loose bytes than the bound holds no window better
+// than best, and arenaIdle passes over it without walking its blocks. A room's bound (room.go) is
+// 0 as soon as it holds any loose bytes; this one counts them. Unmarked, it saves 3-4% of the
+// steady instructions on llama1b-full, t5base-encdec-full and bertbase-mlm-full (callgrind over
+// steady-replay), every placement the same.
+func lossBound(found bool, best idleWindow, r uint64) uint64 {
+	if !found || best.cost >= r {
+		return 0
+	}
+	return r - best.cost
+}
+
 // arenaIdle is the best idle window of r bytes in the arena (findIdle's search there), and whether
 // there is one. With bounded set, a room whose bound is above the cost of the best window found so
 // far is passed over: it holds no better window.
@@ -177,6 +206,7 @@ func (e *Engine) arenaIdle(r uint64, bounded bool) (best idleWindow, found bool)
 	}}
 	below := noBound
 	if bounded {
+		t.minLoose = func() uint64 { return lossBound(found, best, r) }
 		below = func() uint64 {
 			if !found {
 				return math.MaxUint64
@@ -207,8 +237,16 @@ func (e *Engine) idleRuns(t *runTracker, below func() uint64) {
 func (e *Engine) idleRunsIn(t *runTracker, in span) {
 	// Merge the two address-ordered trees in one pass each.
 	loose := e.looseBuf[:0]
-	e.loose.byAddr.overlapping(in.start, in.end, func(n *tnode) bool { loose = append(loose, n.s); return true })
+	var looseBytes uint64
+	e.loose.byAddr.overlapping(in.start, in.end, func(n *tnode) bool {
+		loose = append(loose, n.s)
+		looseBytes += n.s.size() // whole: a run takes a loose range whole
+		return true
+	})
 	e.looseBuf = loose
+	if t.minLoose != nil && looseBytes < t.minLoose() {
+		return // every window here flushes more cached bytes than the best found (lossBound)
+	}
 	i := 0
 	e.owners.overlapping(in.start, in.end, func(n *tnode) bool {
 		for ; i < len(loose) && loose[i].start < n.s.start; i++ {
