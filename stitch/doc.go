@@ -118,7 +118,8 @@
 //  1. the place the followed memo gives this request (memo.go), or unmarked the place the last
 //     request of its context took (repeat.go); then the flush a new shape owes after a dominating
 //     iteration, paid here rather than inside the lookup that found it (dominate.go);
-//  2. a home (homes.go);
+//  2. unmarked, a home (homes.go); marked, the memos place what repeats, and the rest goes on to
+//     the best-fitting loose range;
 //  3. the best-fitting loose range;
 //  4. a view of about this size whose window no live block uses (GMLake's exact match of a stitched
 //     block), then a run of loose bytes in a view;

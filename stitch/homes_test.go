@@ -306,3 +306,47 @@ func TestPlaceUnderListsStitchedBlockOnce(t *testing.T) {
 	require.NoError(t, e.Free(b.ptr, 24*mib))
 	require.NoError(t, e.Check())
 }
+
+// TestHomesOnlyUnmarked: through random large allocations and frees, with iterations marked and
+// without, a home of the request's size is proposed exactly when the stream is unmarked: marked,
+// the memos place what repeats and a request they do not place goes to the best-fitting loose
+// range (proposeHome's comment has the measurements).
+func TestHomesOnlyUnmarked(t *testing.T) {
+	const mib = 1 << 20
+	for _, marked := range []bool{false, true} {
+		e, err := New(&nullDriver{}, WithCapacity(96*mib))
+		require.NoError(t, err)
+		rng := rand.New(rand.NewPCG(7, 11))
+		sizes := []uint64{2 * mib, 3 * mib, 5*mib + mib/2, 8 * mib, 13 * mib}
+		type held struct {
+			ptr  uintptr
+			size uint64
+		}
+		var live []held
+		homes := 0
+		for step := range 3000 {
+			if marked && step%40 == 0 {
+				e.MarkIteration()
+			}
+			if len(live) > 0 && rng.IntN(100) < 48 {
+				i := rng.IntN(len(live))
+				require.NoError(t, e.Free(live[i].ptr, live[i].size))
+				live = slices.Delete(live, i, i+1)
+				continue
+			}
+			size := sizes[rng.IntN(len(sizes))]
+			_, found := e.findHome(size)
+			_, proposed := e.proposeHome(size)
+			require.Equal(t, found && !marked, proposed, "step %d (marked %v): a home of %d bytes", step, marked, size)
+			if found {
+				homes++
+			}
+			if ptr, err := e.Alloc(size, 0); err == nil {
+				live = append(live, held{ptr, size})
+			}
+		}
+		require.Positive(t, homes, "marked %v: no home was ever found", marked)
+		require.NoError(t, e.Check())
+		require.NoError(t, e.Close())
+	}
+}
