@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gmlake/gmlake/stitch"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -11,7 +12,12 @@ import (
 // scriptPointers runs marked iterations, each a list of sizes allocated in order and then freed
 // in reverse, and returns each iteration's pointers and driver calls.
 func scriptPointers(t *testing.T, iterations ...[]uint64) (ptrs [][]uintptr, calls []uint64) {
-	h := newHarness(t, nil)
+	return scriptPointersWith(t, nil, iterations...)
+}
+
+// scriptPointersWith is scriptPointers on an engine made with opts.
+func scriptPointersWith(t *testing.T, opts []stitch.Option, iterations ...[]uint64) (ptrs [][]uintptr, calls []uint64) {
+	h := newHarness(t, nil, opts...)
 	defer h.closeAndCheckLeaks()
 	for i, sizes := range iterations {
 		h.e.MarkIteration()
@@ -48,6 +54,23 @@ func TestDominatingMemoGivesPlaces(t *testing.T) {
 	ptrs, _ = scriptPointers(t, long, longer)
 	assert.Equal(t, ptrs[0][:2], ptrs[1][:2])
 	assert.NotEqual(t, ptrs[0][2], ptrs[1][2])
+}
+
+// TestDominatingMemoNearCapacity: a dominating memo's places strand their tails (here 32 MiB in
+// all), and it is followed only while what they strand stays within the memory the capacity still
+// allows to grow. With 1 GiB of capacity the shorter iteration takes the longer one's places; with
+// 170 MiB, of which the longer iteration reserved nearly all, it leaves them and is laid out by
+// the rules, in the memory already reserved.
+func TestDominatingMemoNearCapacity(t *testing.T) {
+	long := []uint64{30 * MiB, 50 * MiB, 10 * MiB, 70 * MiB}
+	short := []uint64{20 * MiB, 40 * MiB, 8 * MiB, 60 * MiB}
+	ptrs, calls := scriptPointersWith(t, []stitch.Option{stitch.WithCapacity(1 << 30)}, long, short)
+	assert.Equal(t, ptrs[0], ptrs[1], "far from the capacity: the longer iteration's places")
+	assert.Zero(t, calls[1])
+
+	ptrs, calls = scriptPointersWith(t, []stitch.Option{stitch.WithCapacity(170 * MiB)}, long, short)
+	assert.NotEqual(t, ptrs[0], ptrs[1], "near the capacity: laid out by the rules")
+	assert.Zero(t, calls[1], "in the memory already reserved")
 }
 
 // TestDominatingMemoLeftWhenScriptsShift: a request whose size the memo has at another ordinal

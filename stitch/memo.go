@@ -174,7 +174,7 @@ func (e *Engine) memoPlace(r uint64) (home, bool) {
 			return m[j].at, true
 		}
 	}
-	if m, j, ok := e.dominatingMemo(r); ok {
+	if m, j, ok := e.dominatingMemo(r); ok && e.strandFits(m[j].size-r) {
 		e.followDominating(m, j)
 		return m[j].at, true
 	}
@@ -295,6 +295,10 @@ func (e *Engine) followed(r uint64) (home, bool) {
 	}
 	if m[s.cursor].size != r && !(s.phase == memoDominating && e.stillDominated(m[s.cursor].size, r)) {
 		s.handOver() // the iteration left the memo's script: memoPlace hands over, if another memo agrees
+		return home{}, false
+	}
+	if s.phase == memoDominating && !e.strandFits(m[s.cursor].size-r) {
+		e.leaveDominating() // its places would strand more than the capacity leaves
 		return home{}, false
 	}
 	return m[s.cursor].at, true

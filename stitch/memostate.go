@@ -23,6 +23,9 @@ type memoState struct {
 	// flushOwed: the lookup that found the iteration a new shape after a scattered one left the
 	// large cache's flush to its caller (payShapeFlush); never set between two calls
 	flushOwed bool
+	// stranded: the bytes the places of a dominating memo held beyond the requests that took them
+	// this iteration (strandFits)
+	stranded uint64
 }
 
 // memoPhase is the current iteration's relation to the memos.
