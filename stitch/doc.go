@@ -121,8 +121,8 @@
 //  2. unmarked, a home (homes.go); marked, the memos place what repeats, and the rest goes on to
 //     the best-fitting loose range;
 //  3. the best-fitting loose range;
-//  4. a view of about this size whose window no live block uses (GMLake's exact match of a stitched
-//     block), then a run of loose bytes in a view;
+//  4. unmarked, a view of about this size whose window no live block uses (GMLake's exact match of
+//     a stitched block); then a run of loose bytes in a view;
 //  5. in a new shape, room made by flushing every cached large block, then the lowest loose range
 //     that fits (shape.go);
 //  6. the idle window that flushes the fewest cached bytes (idle.go): in the arena, and in the

@@ -350,3 +350,46 @@ func TestHomesOnlyUnmarked(t *testing.T) {
 		require.NoError(t, e.Close())
 	}
 }
+
+// TestViewMatchOnlyUnmarked: through random large allocations and frees under a capacity that
+// makes the engine stitch, with iterations marked and without, a view matching the request's size
+// is proposed exactly when the stream is unmarked (proposeViewMatch's comment has the
+// measurements).
+func TestViewMatchOnlyUnmarked(t *testing.T) {
+	const mib = 1 << 20
+	for _, marked := range []bool{false, true} {
+		e, err := New(&nullDriver{}, WithCapacity(64*mib), WithHandleSize(2*mib))
+		require.NoError(t, err)
+		rng := rand.New(rand.NewPCG(13, 17))
+		type held struct {
+			ptr  uintptr
+			size uint64
+		}
+		var live []held
+		matches := 0
+		for step := range 4000 {
+			if marked && step%40 == 0 {
+				e.MarkIteration()
+			}
+			if len(live) > 0 && rng.IntN(100) < 48 {
+				i := rng.IntN(len(live))
+				require.NoError(t, e.Free(live[i].ptr, live[i].size))
+				live = slices.Delete(live, i, i+1)
+				continue
+			}
+			size := uint64(1+rng.IntN(12))*mib + uint64(rng.IntN(2))*(mib/2)
+			found := e.matchView(size) != nil
+			_, proposed := e.proposeViewMatch(size)
+			require.Equal(t, found && !marked, proposed, "step %d (marked %v): a view of %d bytes", step, marked, size)
+			if found {
+				matches++
+			}
+			if ptr, err := e.Alloc(size, 0); err == nil {
+				live = append(live, held{ptr, size})
+			}
+		}
+		require.Positive(t, matches, "marked %v: no view ever matched", marked)
+		require.NoError(t, e.Check())
+		require.NoError(t, e.Close())
+	}
+}
