@@ -312,62 +312,38 @@ func TestPlaceUnderListsStitchedBlockOnce(t *testing.T) {
 // the memos place what repeats and a request they do not place goes to the best-fitting loose
 // range (proposeHome's comment has the measurements).
 func TestHomesOnlyUnmarked(t *testing.T) {
-	const mib = 1 << 20
-	for _, marked := range []bool{false, true} {
-		e, err := New(&nullDriver{}, WithCapacity(96*mib))
-		require.NoError(t, err)
-		rng := rand.New(rand.NewPCG(7, 11))
-		sizes := []uint64{2 * mib, 3 * mib, 5*mib + mib/2, 8 * mib, 13 * mib}
-		type held struct {
-			ptr  uintptr
-			size uint64
-		}
-		var live []held
-		homes := 0
-		for step := range 3000 {
-			if marked && step%40 == 0 {
-				e.MarkIteration()
-			}
-			if len(live) > 0 && rng.IntN(100) < 48 {
-				i := rng.IntN(len(live))
-				require.NoError(t, e.Free(live[i].ptr, live[i].size))
-				live = slices.Delete(live, i, i+1)
-				continue
-			}
-			size := sizes[rng.IntN(len(sizes))]
-			_, found := e.findHome(size)
-			_, proposed := e.proposeHome(size)
-			require.Equal(t, found && !marked, proposed, "step %d (marked %v): a home of %d bytes", step, marked, size)
-			if found {
-				homes++
-			}
-			if ptr, err := e.Alloc(size, 0); err == nil {
-				live = append(live, held{ptr, size})
-			}
-		}
-		require.Positive(t, homes, "marked %v: no home was ever found", marked)
-		require.NoError(t, e.Check())
-		require.NoError(t, e.Close())
-	}
+	sizes := []uint64{2 << 20, 3 << 20, 11 << 19, 8 << 20, 13 << 20}
+	proposedOnlyUnmarked(t, nil, 3000, func(rng *rand.Rand) uint64 { return sizes[rng.IntN(len(sizes))] },
+		func(e *Engine, r uint64) bool { _, ok := e.findHome(r); return ok },
+		func(e *Engine, r uint64) bool { _, ok := e.proposeHome(r); return ok })
 }
 
-// TestViewMatchOnlyUnmarked: through random large allocations and frees under a capacity that
-// makes the engine stitch, with iterations marked and without, a view matching the request's size
-// is proposed exactly when the stream is unmarked (proposeViewMatch's comment has the
-// measurements).
+// TestViewMatchOnlyUnmarked is TestHomesOnlyUnmarked for a view matching the request's size,
+// under a capacity that makes the engine stitch (proposeViewMatch's comment has the measurements).
 func TestViewMatchOnlyUnmarked(t *testing.T) {
 	const mib = 1 << 20
+	proposedOnlyUnmarked(t, []Option{WithCapacity(64 * mib), WithHandleSize(2 * mib)}, 4000,
+		func(rng *rand.Rand) uint64 { return uint64(1+rng.IntN(12))*mib + uint64(rng.IntN(2))*(mib/2) },
+		func(e *Engine, r uint64) bool { return e.matchView(r) != nil },
+		func(e *Engine, r uint64) bool { _, ok := e.proposeViewMatch(r); return ok })
+}
+
+// proposedOnlyUnmarked runs steps random large allocations (sizes from size) and frees, marked
+// every 40 steps or never, on an engine made with opts (96 MiB of capacity by default), and checks
+// before each allocation that propose proposes exactly when found finds a place and the stream is
+// unmarked, and that found found one at some step.
+func proposedOnlyUnmarked(t *testing.T, opts []Option, steps int, size func(*rand.Rand) uint64, found, propose func(*Engine, uint64) bool) {
 	for _, marked := range []bool{false, true} {
-		e, err := New(&nullDriver{}, WithCapacity(64*mib), WithHandleSize(2*mib))
+		e, err := New(&nullDriver{}, append([]Option{WithCapacity(96 << 20)}, opts...)...)
 		require.NoError(t, err)
-		rng := rand.New(rand.NewPCG(13, 17))
+		rng := rand.New(rand.NewPCG(7, 11))
 		type held struct {
 			ptr  uintptr
 			size uint64
 		}
 		var live []held
-		matches := 0
-		for step := range 4000 {
+		founds := 0
+		for step := range steps {
 			if marked && step%40 == 0 {
 				e.MarkIteration()
 			}
@@ -377,18 +353,17 @@ func TestViewMatchOnlyUnmarked(t *testing.T) {
 				live = slices.Delete(live, i, i+1)
 				continue
 			}
-			size := uint64(1+rng.IntN(12))*mib + uint64(rng.IntN(2))*(mib/2)
-			found := e.matchView(size) != nil
-			_, proposed := e.proposeViewMatch(size)
-			require.Equal(t, found && !marked, proposed, "step %d (marked %v): a view of %d bytes", step, marked, size)
-			if found {
-				matches++
+			r := size(rng)
+			f := found(e, r)
+			require.Equal(t, f && !marked, propose(e, r), "step %d (marked %v): a place for %d bytes", step, marked, r)
+			if f {
+				founds++
 			}
-			if ptr, err := e.Alloc(size, 0); err == nil {
-				live = append(live, held{ptr, size})
+			if ptr, err := e.Alloc(r, 0); err == nil {
+				live = append(live, held{ptr, r})
 			}
 		}
-		require.Positive(t, matches, "marked %v: no view ever matched", marked)
+		require.Positive(t, founds, "marked %v: no place was ever found", marked)
 		require.NoError(t, e.Check())
 		require.NoError(t, e.Close())
 	}
