@@ -45,10 +45,11 @@ package stitch
 // iteration's peak may need; it is followed only while what its places strand in the iteration
 // stays within the memory the capacity still allows to grow (strandFits), and the iteration is
 // a new shape once they would pass it. Far from the capacity nothing changes. Measured on the 20
-// traces of the placement check (gmlake-bench replay --min-capacity --repeat 4), marked: the
-// minimum capacity of the H200 ResNet-50 trace 1.0140 -> 1.0018 × its peak, ResNet-18 1.0063 ->
-// 1.0011, gpt2xl-full-ckpt 1.0055 -> 1.0053, the two-stream trace 1.0002 -> 1.0004, the rest the
-// same; every driver figure of the uncapped replays the same. Without dominating memos at all
+// traces of the placement check (gmlake-bench replay --min-capacity --repeat 4), marked, with the
+// bound against without: the minimum capacity of the H200 ResNet-50 trace 1.0018 × its peak
+// against 1.0140, ResNet-18 1.0011 against 1.0063, gpt2xl-full-ckpt 1.0053 against 1.0055, the
+// two-stream trace 1.0004 against 1.0002, the rest the same; every driver figure of the uncapped
+// replays the same. Without dominating memos at all
 // the capacities are about these (ResNet-50 1.0016), but steady iterations call the driver again
 // (Qwen-150k's largest 0 -> 20 ms, Mixtral's 0 -> 6, bert-base MLM's 0 -> 4).
 
