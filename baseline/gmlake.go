@@ -45,7 +45,7 @@ func (g *GMLake) MarkIteration() {
 // out-of-memory too, which is what it is under the capacity being tested.
 func (g *GMLake) Alloc(size uint64, s stitch.Stream) (uintptr, error) {
 	p, err := g.eng.Alloc(size, s)
-	if errors.Is(err, stitch.ErrTooLarge) {
+	if err != nil && errors.Is(err, stitch.ErrTooLarge) {
 		st := g.eng.Stats()
 		return 0, fmt.Errorf("%w: %w", &OutOfMemoryError{Allocator: g.Name(), Requested: size,
 			Reserved: st.ReservedBytes, Capacity: g.capacity}, err)

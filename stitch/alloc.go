@@ -113,7 +113,7 @@ func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, err
 		known := !e.payShapeFlush() // a flush changed what lies at the place
 		if ok {
 			if b, out = e.takeHomeOver(h, r, under, known), OutcomeSplit; b != nil { // nil: a driver error lost the place
-				e.rememberHome(b)
+				e.rememberLargeHome(b)
 				e.recordPlace(b, false)
 			}
 		} else if l.head != nil {
@@ -167,7 +167,7 @@ func (e *Engine) listFor(r uint64, s Stream) *freeList {
 func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
 	b, out, err := e.placeLarge(r, s)
 	if err == nil {
-		e.rememberHome(b)
+		e.rememberLargeHome(b)
 	}
 	return b, out, err
 }

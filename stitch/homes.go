@@ -139,6 +139,14 @@ func (e *Engine) rememberHome(b *block) {
 	l.compact()
 }
 
+// rememberLargeHome remembers large block b's place unmarked; with iterations marked no large
+// request is placed by a home (proposeHome), so none is kept.
+func (e *Engine) rememberLargeHome(b *block) {
+	if !e.marked() {
+		e.rememberHome(b)
+	}
+}
+
 // findHome returns the place where a block of r bytes lay before that no live block uses now and
 // whose taking flushes the fewest cached bytes, the most recently used of those. A training loop
 // asks for the same sizes every iteration; sending each request back where its size lay keeps the

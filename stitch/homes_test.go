@@ -310,12 +310,12 @@ func TestPlaceUnderListsStitchedBlockOnce(t *testing.T) {
 // TestHomesOnlyUnmarked: through random large allocations and frees, with iterations marked and
 // without, a home of the request's size is proposed exactly when the stream is unmarked: marked,
 // the memos place what repeats and a request they do not place goes to the best-fitting loose
-// range (proposeHome's comment has the measurements).
+// range (proposeHome's comment has the measurements), so no home of a large block is even kept.
 func TestHomesOnlyUnmarked(t *testing.T) {
 	sizes := []uint64{2 << 20, 3 << 20, 11 << 19, 8 << 20, 13 << 20}
 	proposedOnlyUnmarked(t, nil, 3000, func(rng *rand.Rand) uint64 { return sizes[rng.IntN(len(sizes))] },
 		func(e *Engine, r uint64) bool { _, ok := e.findHome(r); return ok },
-		func(e *Engine, r uint64) bool { _, ok := e.proposeHome(r); return ok })
+		func(e *Engine, r uint64) bool { _, ok := e.proposeHome(r); return ok }, false)
 }
 
 // TestViewMatchOnlyUnmarked is TestHomesOnlyUnmarked for a view matching the request's size,
@@ -325,14 +325,15 @@ func TestViewMatchOnlyUnmarked(t *testing.T) {
 	proposedOnlyUnmarked(t, []Option{WithCapacity(64 * mib), WithHandleSize(2 * mib)}, 4000,
 		func(rng *rand.Rand) uint64 { return uint64(1+rng.IntN(12))*mib + uint64(rng.IntN(2))*(mib/2) },
 		func(e *Engine, r uint64) bool { return e.matchView(r) != nil },
-		func(e *Engine, r uint64) bool { _, ok := e.proposeViewMatch(r); return ok })
+		func(e *Engine, r uint64) bool { _, ok := e.proposeViewMatch(r); return ok }, true)
 }
 
 // proposedOnlyUnmarked runs steps random large allocations (sizes from size) and frees, marked
 // every 40 steps or never, on an engine made with opts (96 MiB of capacity by default), and checks
 // before each allocation that propose proposes exactly when found finds a place and the stream is
-// unmarked, and that found found one at some step.
-func proposedOnlyUnmarked(t *testing.T, opts []Option, steps int, size func(*rand.Rand) uint64, found, propose func(*Engine, uint64) bool) {
+// unmarked, and that found found one at some step; marked, found finds one at some step if
+// foundMarked, and at none otherwise.
+func proposedOnlyUnmarked(t *testing.T, opts []Option, steps int, size func(*rand.Rand) uint64, found, propose func(*Engine, uint64) bool, foundMarked bool) {
 	for _, marked := range []bool{false, true} {
 		e, err := New(&nullDriver{}, append([]Option{WithCapacity(96 << 20)}, opts...)...)
 		require.NoError(t, err)
@@ -356,6 +357,7 @@ func proposedOnlyUnmarked(t *testing.T, opts []Option, steps int, size func(*ran
 			r := size(rng)
 			f := found(e, r)
 			require.Equal(t, f && !marked, propose(e, r), "step %d (marked %v): a place for %d bytes", step, marked, r)
+			require.False(t, marked && !foundMarked && f, "step %d (marked): a place kept for %d bytes", step, r)
 			if f {
 				founds++
 			}
@@ -363,7 +365,9 @@ func proposedOnlyUnmarked(t *testing.T, opts []Option, steps int, size func(*ran
 				live = append(live, held{ptr, r})
 			}
 		}
-		require.Positive(t, founds, "marked %v: no place was ever found", marked)
+		if !marked || foundMarked {
+			require.Positive(t, founds, "marked %v: no place was ever found", marked)
+		}
 		require.NoError(t, e.Check())
 		require.NoError(t, e.Close())
 	}

@@ -52,6 +52,12 @@ type memoEntry struct {
 	scattered bool
 }
 
+// same reports whether c and d are the same entry: c == d, field by field (the compiler's
+// struct equality goes through a memory compare, several times slower on the memos' lengths).
+func (c memoEntry) same(d memoEntry) bool {
+	return c.ord == d.ord && c.size == d.size && c.at == d.at && c.page == d.page && c.scattered == d.scattered
+}
+
 // memo is one remembered iteration, its entries in ordinal order.
 type memo []memoEntry
 
@@ -78,7 +84,7 @@ func (e *Engine) MarkIteration() {
 	}
 	// The most recent memo is last; an iteration identical to a remembered one moves it there.
 	m := memo(nil)
-	if i := slices.IndexFunc(e.memos, func(m memo) bool { return slices.Equal(m, e.memoCur) }); i >= 0 {
+	if i := slices.IndexFunc(e.memos, func(m memo) bool { return slices.EqualFunc(m, e.memoCur, memoEntry.same) }); i >= 0 {
 		m = e.memos[i]
 		e.memos = slices.Delete(e.memos, i, i+1)
 	} else {
