@@ -17,32 +17,39 @@ const (
 // carveSmall fill it in) and recycled by recycle after flush or releaseEmptyPages; Check covers
 // every field but the settling ones (checkBlocks, checkPhysical, checkPages, checkRoom).
 type block struct {
-	ptr  uintptr   // what Alloc returned; the key in Engine.blocks. Set when made
-	size uint64    // rounded to alignment; set when made. Check: checkBlocks
-	req  uint64    // size the caller asked for; Free must name it: markLive. Check: checkBlocks
-	kind blockKind // where its bytes are; set when made. Check: checkBlocks (kind against size)
-	live bool      // owned by the caller (a page: held by the small pool): setLive only. Check: checkBlocks, checkRoom
-	pos  uint64    // primitive: arena offset of the first byte (carveAt). Check: checkPhysical
-	view *view     // stitched: the view it is a window of (takeView). Check: checkPhysical
-	voff uint64    // stitched: offset of the window in the view (takeView). Check: checkPhysical
+	// The first cache line: what a free, an exact match and a free list's walk touch (freeList.push
+	// walks first and next), so that a request whose block the executor's work evicted from the
+	// caches misses once on it rather than on each field.
+	first uint64    // physStart: set when made (firstByte). Check: checkBlocks
+	next  *block    // in list (freeList.push, unlink); in Engine.spare while recycled
+	prev  *block    //
+	list  *freeList // the free list of its size and stream (set once, at the first free). Check: checkBlocks
+	size  uint64    // rounded to alignment; set when made. Check: checkBlocks
+	req   uint64    // size the caller asked for; Free must name it: markLive. Check: checkBlocks
+	kind  blockKind // where its bytes are; set when made. Check: checkBlocks (kind against size)
+	live  bool      // owned by the caller (a page: held by the small pool): setLive only. Check: checkBlocks, checkRoom
+
+	roomLive  bool   // live as the room index has it: syncRoom, releaseLarge. Check: checkRoom
+	roomQueue bool   // in Engine.roomQueue, so roomLive may differ from live: roomChanged, syncRoom. Check: checkRoom
+	older     *block // in the pool's age list (ageList.pushNewest, unlink). Check: checkBlocks
+	newer     *block
+
+	ptr    uintptr // what Alloc returned; the key in Engine.blocks. Set when made
+	stream Stream  // the stream it serves: allocSlow. Check: checkBlocks (its free list's stream)
+	// Set while cached (cache), read by the flushing rules (settled).
+	freeEpoch uint64 // Engine.epoch at free: a Synchronize since then makes it safe everywhere
+	freeSeq   uint64 // its number among its stream's frees, when several streams are in use
+	pos       uint64 // primitive: arena offset of the first byte (carveAt). Check: checkPhysical
+	view      *view  // stitched: the view it is a window of (takeView). Check: checkPhysical
+	voff      uint64 // stitched: offset of the window in the view (takeView). Check: checkPhysical
 	// page: small: the page holding it (carveSmall); large: the page it is, while the small pool
 	// holds it (addPage; releaseEmptyPages clears it). Check: checkPages
 	page   *page
-	stream Stream // the stream it serves: allocSlow. Check: checkBlocks (its free list's stream)
 	serial uint64 // distinct for each block newBlock makes: a recycled struct is another block. newBlock
-	first  uint64 // physStart: set when made (firstByte). Check: checkBlocks
 
-	roomLive  bool // live as the room index has it: syncRoom, releaseLarge. Check: checkRoom
-	roomQueue bool // in Engine.roomQueue, so roomLive may differ from live: roomChanged, syncRoom. Check: checkRoom
-
-	// Set while cached (cache), read by the flushing rules (settled).
-	freeEpoch uint64    // Engine.epoch at free: a Synchronize since then makes it safe everywhere
-	freeSeq   uint64    // its number among its stream's frees, when several streams are in use
-	list      *freeList // the free list of its size and stream (set once, at the first free). Check: checkBlocks
-	next      *block    // in list (freeList.push, unlink); in Engine.spare while recycled
-	prev      *block
-	older     *block // in the pool's age list (ageList.pushNewest, unlink). Check: checkBlocks
-	newer     *block
+	// To 192 bytes, a size class whose objects begin on a cache line, so that the first line
+	// above is one line (TestBlockLayout).
+	_ [48]byte
 }
 
 // freeList holds cached blocks of one size on one stream, lowest physical address first, so that a
