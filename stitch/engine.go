@@ -21,17 +21,59 @@ import (
 type Engine struct {
 	mu  sync.Mutex // guards every field below; held for the whole of each exported call
 	cfg config     // the options, fixed at New
-	drv counted    // the driver, with its calls counted (calls.go)
+
+	// The fields every request and every free reads or writes, together, so that they share a few
+	// cache lines: on a GPU host the work between two requests (kernel launches, the framework's
+	// own code) evicts the engine from the caches, and each line a request touches is a miss
+	// (TestEngineHotFieldsTogether). Each belongs to a group below, named beside it.
+	closed      bool // Close ran: every call but Close and Check fails with ErrClosed (handles)
+	multiStream bool // a second stream has been seen (allocSlow, once): frees are numbered per stream (streams)
+	unsynced    bool // a block was freed since the last Synchronize (cache sets, synchronize clears): a re-cut waits (cutAt) (streams)
+	// The free lists: cached blocks by stream and size, lowest address first. hotStream is the
+	// first stream a request used (set once by allocSlow, with streamSeen); its lists need no map
+	// lookup (otherLists holds the others'). cache pushes (listFor makes a list), reuse and flush
+	// unlink. Check: checkBlocks (every cached block in exactly the list of its size and stream;
+	// counts and links).
+	streamSeen bool
+	hotStream  Stream
+	hotLists   sizeLists
+	capacity   uint64 // physical bytes the engine may create (handles)
+	epoch      uint64 // successful Synchronize calls (synchronize): a block freed before is settled (streams)
+	slowPaths  uint64 // requests that missed the exact path (allocSlow): the clock of event polls (streams)
+	// blocks: every live and cached block handed out by Alloc, by pointer (not pages): allocSlow
+	// adds, flush removes. Check: checkBlocks (pointer, size, kind; live bytes), checkPhysical.
+	blocks intmap.Map[*block]
+	// largeAge, smallAge: the cached blocks of each pool in order of free, the set flushing walks:
+	// cache pushes; reuse and flush unlink. Check: checkBlocks (every cached block in exactly one,
+	// the right one; counts).
+	largeAge ageList
+	smallAge ageList
+	// Memos (below): iterOrd, requests since the last mark, this one included; memoCur, where the
+	// current iteration's large requests went; iter, where the iteration stands against the memos.
+	iterOrd uint64
+	memoCur []memoEntry
+	iter    memoState
+	// Contexts (below): ctxRing, the last contextWindow requests' parts (stepContext); ctxNext,
+	// requests so far: the next index in ctxRing.
+	ctxRing [contextWindow]uint64
+	ctxNext uint64
+	// Statistics (Stats). live and liveBlocks: markLive, cache. Check: checkBlocks (they equal
+	// what the live blocks hold). peakLive and outcomes (requests by outcome: reuse, allocSlow)
+	// are counts: not checked.
+	live       uint64
+	peakLive   uint64
+	liveBlocks int
+	outcomes   [NumOutcomes]uint64
+
+	drv counted // the driver, with its calls counted (calls.go)
 	log *slog.Logger
 
 	// Handles and the arena (arena.go). Physical memory is handles (driver allocations), each
 	// mapped whole at consecutive slots of the arena, one virtual range reserved at New.
 	g         uint64  // driver granularity: the size of a slot (a chunk)
 	pageSize  uint64  // bytes of a small-pool page
-	capacity  uint64  // physical bytes the engine may create
 	arenaBase uintptr // the arena's address: a primitive block's pointer is arenaBase + its offset
 	arenaSize uint64  // bytes of the arena, capacity rounded to G; 0 once closed
-	closed    bool    // Close ran: every call but Close and Check fails with ErrClosed
 	// slots: one per chunk of the arena: the handle and offset in it of the chunk there, and how
 	// many views map it. Written by grow, releaseAlloc, blockSlots, adopt and loseAlloc (a re-cut,
 	// handles.go) (handles), mapView, unmapView, dropRange (view counts). Check: checkPhysical (each present slot matches its allocation;
@@ -79,32 +121,15 @@ type Engine struct {
 	roomQueue  []*block
 	roomSerial uint64
 	roomHint   roomHint
-	// blocks: every live and cached block handed out by Alloc, by pointer (not pages): allocSlow
-	// adds, flush removes. Check: checkBlocks (pointer, size, kind; live bytes), checkPhysical.
-	blocks intmap.Map[*block]
-	// largeAge, smallAge: the cached blocks of each pool in order of free, the set flushing walks:
-	// cache pushes; reuse and flush unlink. Check: checkBlocks (every cached block in exactly one,
-	// the right one; counts).
-	largeAge ageList
-	smallAge ageList
-	// The free lists: cached blocks by stream and size, lowest address first. hotStream is the
-	// first stream a request used (set once by allocSlow, with streamSeen); its lists need no map
-	// lookup. cache pushes (listFor makes a list), reuse and flush unlink. Check: checkBlocks
-	// (every cached block in exactly the list of its size and stream; counts and links).
-	hotStream  Stream
-	streamSeen bool
-	hotLists   sizeLists
-	otherLists map[Stream]*sizeLists
-	spare      *block // recycled block structs, linked through next: newBlock, recycle
-	serials    uint64 // block serials handed out: newBlock
+	// blocks, largeAge, smallAge and the hot stream's free lists are in the first group.
+	otherLists map[Stream]*sizeLists // the free lists of the other streams (see hotLists)
+	spare      *block                // recycled block structs, linked through next: newBlock, recycle
+	serials    uint64                // block serials handed out: newBlock
 
-	// Streams and events (streams.go). With one stream nothing here is used.
-	multiStream bool                    // a second stream has been seen (allocSlow, once): frees are numbered per stream
-	clocks      map[Stream]*streamClock // per stream: frees numbered and events pending (cache, poll, synchronize)
-	clockOrder  []Stream                // the streams of clocks in the order they were first used (clockFor)
-	slowPaths   uint64                  // requests that missed the exact path (allocSlow): the clock of event polls
-	epoch       uint64                  // successful Synchronize calls (synchronize): a block freed before is settled
-	unsynced    bool                    // a block was freed since the last Synchronize (cache sets, synchronize clears): a re-cut waits (cutAt)
+	// Streams and events (streams.go). With one stream nothing here is used (multiStream, epoch,
+	// unsynced and slowPaths are in the first group).
+	clocks     map[Stream]*streamClock // per stream: frees numbered and events pending (cache, poll, synchronize)
+	clockOrder []Stream                // the streams of clocks in the order they were first used (clockFor)
 
 	// Views (view.go): stitched virtual ranges mapping whole handles. mapView adds, unmapView
 	// removes (marking the view gone); takeView moves a view to the newest end of the list.
@@ -136,18 +161,14 @@ type Engine struct {
 	// iterOrd. iter: where the current iteration stands against the memos (memostate.go):
 	// MarkIteration resets it; memoPlace, followed, followDominating, leaveDominating and
 	// beginNewShape move it. Check: checkMemos (entries in order, counts and bounds, and every
-	// impossible combination of iter's parts).
-	iterOrd    uint64      // requests since the last mark, this one included
-	memoCur    []memoEntry // where the current iteration's large requests went
-	memos      []memo      // remembered iterations, most recent last
-	remembered int         // entries in memos, all together
-	iter       memoState
+	// impossible combination of iter's parts). iterOrd, memoCur and iter are in the first group.
+	memos      []memo // remembered iterations, most recent last
+	remembered int    // entries in memos, all together
 	// Contexts (repeat.go): a request's context is its size and the live bytes before it, with
 	// the contextWindow-1 requests before it (ctxRing: stepContext). contexts: where the last
 	// large request of each context went (rememberContext, unmarked only); smallContexts: the
 	// first byte the last small request of each context took (carveSmall). Hints: not checked.
-	ctxRing       [contextWindow]uint64
-	ctxNext       uint64 // requests so far: the next index in ctxRing
+	// ctxRing and ctxNext are in the first group.
 	contexts      intmap.Map[contextPlace]
 	smallContexts intmap.Map[uint64]
 	// awaySpans: the places new pages keep away from (rememberedSpans, pageaway.go), kept while
@@ -175,13 +196,8 @@ type Engine struct {
 	planBuf   []span           // the runs of those idlePlan tries a plan over
 	placeBuf  []span           // the arena pieces of a place being taken, for takeHome
 
-	// Statistics (Stats). live and liveBlocks: markLive, cache. Check: checkBlocks (they equal
-	// what the live blocks hold). The rest are counts: not checked.
-	live       uint64
-	peakLive   uint64
-	liveBlocks int
-	outcomes   [NumOutcomes]uint64 // requests by outcome: reuse, allocSlow
-	rejected   uint64              // frees refused (Free)
+	// Statistics (Stats), besides live, peakLive, liveBlocks and outcomes in the first group.
+	rejected uint64 // frees refused (Free)
 }
 
 // New makes an engine over driver d. It reserves the arena (one virtual range as large as the
