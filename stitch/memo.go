@@ -255,8 +255,9 @@ func (e *Engine) pick(l *freeList, r uint64) *block {
 	return e.cachedAt(want, l)
 }
 
-// cachedAt returns the cached block of list l that lies at place h, or nil: a lookup in the owner
-// index by the place's first byte, not a walk of the list (which may hold thousands of blocks).
+// cachedAt returns the cached block of list l that lies at place h, or nil: a lookup in
+// Engine.blocks by the pointer a block there has, not a walk of the list (which may hold thousands
+// of blocks), nor a descent of the owner index (a cache miss a level on a GPU host).
 // The list's first and last blocks are looked at first: the lowest and highest of their size,
 // which a training loop's layer of one shape, carved in address order, takes back in order.
 func (e *Engine) cachedAt(h home, l *freeList) *block {
@@ -266,18 +267,22 @@ func (e *Engine) cachedAt(h home, l *freeList) *block {
 	if b := l.tail; b != nil && b.place() == h {
 		return b
 	}
-	start := h.off
-	if h.v != nil {
-		if h.v.gone {
-			return nil
-		}
-		start = physAt(h.v, h.off)
-	}
-	n := e.owners.ownerAt(start)
-	if n == nil || n.b.live || n.b.list != l || n.b.place() != h {
+	if h.v != nil && h.v.gone {
 		return nil
 	}
-	return n.b
+	b := e.blocks.At(uint64(e.addressOf(h)))
+	if b == nil || b.live || b.list != l || b.place() != h {
+		return nil
+	}
+	return b
+}
+
+// addressOf is the pointer a block at place h has (primitiveAt, windowBlock).
+func (e *Engine) addressOf(h home) uintptr {
+	if h.v == nil {
+		return e.arenaBase + uintptr(h.off)
+	}
+	return h.v.base + uintptr(h.v.head+h.off)
 }
 
 // followed returns the place the followed memo gives the current request of r bytes; it stops
