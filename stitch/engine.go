@@ -48,6 +48,9 @@ type Engine struct {
 	// the right one; counts).
 	largeAge ageList
 	smallAge ageList
+	// roomQueue: blocks whose liveness changed since the room index was brought up to date (the
+	// room group, below).
+	roomQueue []*block
 	// Memos (below): iterOrd, requests since the last mark, this one included; memoCur, where the
 	// current iteration's large requests went; iter, where the iteration stands against the memos.
 	iterOrd uint64
@@ -113,12 +116,12 @@ type Engine struct {
 	// checkPhysical (it names exactly the blocks' ranges).
 	owners tree
 	// room: the offsets no live large block owns, coalesced (room.go): occupy and vacate, from
-	// syncRoom and releaseLarge. roomQueue: blocks whose liveness changed since (roomChanged
-	// appends, syncRoom empties). roomSerial: serials when syncRoom last ran (a queued block of a
-	// later serial is new to the bounds). roomHint: the last room roomLoosened found whose bound
-	// is 0, valid while the room index has not changed since (freeSet.changes). Check: checkRoom.
+	// syncRoom and releaseLarge. roomQueue (in the first group): blocks whose liveness changed
+	// since (roomChanged appends, syncRoom empties). roomSerial: serials when syncRoom last ran (a
+	// queued block of a later serial is new to the bounds). roomHint: the last room roomLoosened
+	// found whose bound is 0, valid while the room index has not changed since (freeSet.changes).
+	// Check: checkRoom.
 	room       *freeSet
-	roomQueue  []*block
 	roomSerial uint64
 	roomHint   roomHint
 	// blocks, largeAge, smallAge and the hot stream's free lists are in the first group.

@@ -26,6 +26,7 @@ func TestEngineHotFieldsTogether(t *testing.T) {
 		"blocks":         end(unsafe.Offsetof(e.blocks), unsafe.Sizeof(e.blocks)),
 		"largeAge":       end(unsafe.Offsetof(e.largeAge), unsafe.Sizeof(e.largeAge)),
 		"smallAge":       end(unsafe.Offsetof(e.smallAge), unsafe.Sizeof(e.smallAge)),
+		"roomQueue":      end(unsafe.Offsetof(e.roomQueue), unsafe.Sizeof(e.roomQueue)),
 		"iterOrd":        end(unsafe.Offsetof(e.iterOrd), unsafe.Sizeof(e.iterOrd)),
 		"memoCur":        end(unsafe.Offsetof(e.memoCur), unsafe.Sizeof(e.memoCur)),
 		"iter":           end(unsafe.Offsetof(e.iter), unsafe.Sizeof(e.iter)),
