@@ -144,11 +144,13 @@
 //
 //   - Exact: a cached block of exactly the rounded size on the same stream: a table lookup, a list pop
 //     and a flag flip; no driver call, no Go allocation. While an iteration memo is followed, the
-//     cached block at the memo's place (an owner-index lookup) rather than the lowest.
+//     cached block at the memo's place (a lookup by the pointer a block there has) rather than the
+//     lowest.
 //   - Split: no driver call, the block is carved from free memory by the chain's steps 1-6 and
 //     8. A home (homes.go) is a place, in the arena or in a view, where a block of this size lay
 //     before and that no live block uses now, the one whose taking flushes the fewest cached bytes,
-//     the most recently used of those; an idle window (idle.go) is the r bytes of the arena (else of
+//     the most recently used of those (kept for large blocks only unmarked: marked, no request
+//     takes one); an idle window (idle.go) is the r bytes of the arena (else of
 //     any view) that no live block uses and whose taking flushes the fewest cached bytes. Only the
 //     cached blocks under the chosen window are flushed;
 //     the rest of the cache stays for exact matches. These searches walk the homes of the size

@@ -33,13 +33,14 @@ import (
 // fourth (TestMemoConvergesOnGPUTrainTraces).
 //
 // Cost: one counter increment per request; when marked, one append per large request, and per exact
-// match of a large size a cursor step in the followed memo and an owner-index lookup
-// (BenchmarkExactPairMarked: the same as unmarked). Choosing a memo compares the iteration so far
-// with each remembered one, once per iteration or hand-over. The least recently seen memos are
-// forgotten past maxRemembered requests in all (an iteration identical to a remembered one replaces
-// it): with dynamic padding a run may cycle through a hundred shapes or more (lengths 128-1024 in
-// steps of 8 are 113), and a shape whose memo was forgotten before it recurs is placed anew, with
-// driver calls, every time (reliability.TestMarkedRunOfManyShapes).
+// match of a large size a cursor step in the followed memo and a lookup of the block at the
+// memo's place by its pointer (BenchmarkExactPairMarked: the same as unmarked). Choosing a memo
+// compares the iteration so far with each remembered one, once per iteration or hand-over. The
+// least recently seen memos are forgotten past maxRemembered requests in all (an iteration
+// identical to a remembered one replaces it): with dynamic padding a run may cycle through a
+// hundred shapes or more (lengths 128-1024 in steps of 8 are 113), and a shape whose memo was
+// forgotten before it recurs is placed anew, with driver calls, every time
+// (reliability.TestMarkedRunOfManyShapes).
 
 // memoEntry is one large request of a remembered iteration.
 type memoEntry struct {
