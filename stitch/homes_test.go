@@ -310,30 +310,65 @@ func TestPlaceUnderListsStitchedBlockOnce(t *testing.T) {
 // TestHomesOnlyUnmarked: through random large allocations and frees, with iterations marked and
 // without, a home of the request's size is proposed exactly when the stream is unmarked: marked,
 // the memos place what repeats and a request they do not place goes to the best-fitting loose
-// range (proposeHome's comment has the measurements), so no home of a large block is even kept.
+// range (proposeHome's comment has the measurements). The marked run begins unmarked, so that
+// homes kept then are there to be found once marks begin.
 func TestHomesOnlyUnmarked(t *testing.T) {
-	sizes := []uint64{2 << 20, 3 << 20, 11 << 19, 8 << 20, 13 << 20}
-	proposedOnlyUnmarked(t, nil, 3000, func(rng *rand.Rand) uint64 { return sizes[rng.IntN(len(sizes))] },
+	proposedOnlyUnmarked(t, nil, 3000, 600, homeSizes,
 		func(e *Engine, r uint64) bool { _, ok := e.findHome(r); return ok },
-		func(e *Engine, r uint64) bool { _, ok := e.proposeHome(r); return ok }, false)
+		func(e *Engine, r uint64) bool { _, ok := e.proposeHome(r); return ok })
+}
+
+// TestNoLargeHomesKeptMarked: with iterations marked from the first request, no home of a large
+// block is kept (rememberLargeHome): no request could take one.
+func TestNoLargeHomesKeptMarked(t *testing.T) {
+	e, err := New(&nullDriver{}, WithCapacity(96<<20))
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(7, 11))
+	var live []uintptr
+	var sizes []uint64
+	for step := range 2000 {
+		if step%40 == 0 {
+			e.MarkIteration()
+		}
+		if len(live) > 0 && rng.IntN(100) < 48 {
+			i := rng.IntN(len(live))
+			require.NoError(t, e.Free(live[i], sizes[i]))
+			live, sizes = slices.Delete(live, i, i+1), slices.Delete(sizes, i, i+1)
+			continue
+		}
+		r := homeSizes(rng)
+		_, found := e.findHome(r)
+		require.False(t, found, "step %d: a home kept for %d bytes", step, r)
+		if ptr, err := e.Alloc(r, 0); err == nil {
+			live, sizes = append(live, ptr), append(sizes, r)
+		}
+	}
+	require.NoError(t, e.Check())
+	require.NoError(t, e.Close())
+}
+
+// homeSizes draws a large request of one of five sizes.
+func homeSizes(rng *rand.Rand) uint64 {
+	sizes := []uint64{2 << 20, 3 << 20, 11 << 19, 8 << 20, 13 << 20}
+	return sizes[rng.IntN(len(sizes))]
 }
 
 // TestViewMatchOnlyUnmarked is TestHomesOnlyUnmarked for a view matching the request's size,
 // under a capacity that makes the engine stitch (proposeViewMatch's comment has the measurements).
 func TestViewMatchOnlyUnmarked(t *testing.T) {
 	const mib = 1 << 20
-	proposedOnlyUnmarked(t, []Option{WithCapacity(64 * mib), WithHandleSize(2 * mib)}, 4000,
+	proposedOnlyUnmarked(t, []Option{WithCapacity(64 * mib), WithHandleSize(2 * mib)}, 4000, 0,
 		func(rng *rand.Rand) uint64 { return uint64(1+rng.IntN(12))*mib + uint64(rng.IntN(2))*(mib/2) },
 		func(e *Engine, r uint64) bool { return e.matchView(r) != nil },
-		func(e *Engine, r uint64) bool { _, ok := e.proposeViewMatch(r); return ok }, true)
+		func(e *Engine, r uint64) bool { _, ok := e.proposeViewMatch(r); return ok })
 }
 
 // proposedOnlyUnmarked runs steps random large allocations (sizes from size) and frees, marked
-// every 40 steps or never, on an engine made with opts (96 MiB of capacity by default), and checks
-// before each allocation that propose proposes exactly when found finds a place and the stream is
-// unmarked, and that found found one at some step; marked, found finds one at some step if
-// foundMarked, and at none otherwise.
-func proposedOnlyUnmarked(t *testing.T, opts []Option, steps int, size func(*rand.Rand) uint64, found, propose func(*Engine, uint64) bool, foundMarked bool) {
+// every 40 steps from step markFrom on or never, on an engine made with opts (96 MiB of capacity
+// by default), and checks before each allocation that propose proposes exactly when found finds a
+// place and the stream is unmarked, and that found found one at some step (in the marked run, at
+// a step after the first mark).
+func proposedOnlyUnmarked(t *testing.T, opts []Option, steps, markFrom int, size func(*rand.Rand) uint64, found, propose func(*Engine, uint64) bool) {
 	for _, marked := range []bool{false, true} {
 		e, err := New(&nullDriver{}, append([]Option{WithCapacity(96 << 20)}, opts...)...)
 		require.NoError(t, err)
@@ -345,7 +380,7 @@ func proposedOnlyUnmarked(t *testing.T, opts []Option, steps int, size func(*ran
 		var live []held
 		founds := 0
 		for step := range steps {
-			if marked && step%40 == 0 {
+			if marked && step >= markFrom && (step-markFrom)%40 == 0 {
 				e.MarkIteration()
 			}
 			if len(live) > 0 && rng.IntN(100) < 48 {
@@ -356,18 +391,15 @@ func proposedOnlyUnmarked(t *testing.T, opts []Option, steps int, size func(*ran
 			}
 			r := size(rng)
 			f := found(e, r)
-			require.Equal(t, f && !marked, propose(e, r), "step %d (marked %v): a place for %d bytes", step, marked, r)
-			require.False(t, marked && !foundMarked && f, "step %d (marked): a place kept for %d bytes", step, r)
-			if f {
+			require.Equal(t, f && !e.marked(), propose(e, r), "step %d (marked %v): a place for %d bytes", step, e.marked(), r)
+			if f && e.marked() == marked {
 				founds++
 			}
 			if ptr, err := e.Alloc(r, 0); err == nil {
 				live = append(live, held{ptr, r})
 			}
 		}
-		if !marked || foundMarked {
-			require.Positive(t, founds, "marked %v: no place was ever found", marked)
-		}
+		require.Positive(t, founds, "marked %v: no place was ever found", marked)
 		require.NoError(t, e.Check())
 		require.NoError(t, e.Close())
 	}
