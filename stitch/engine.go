@@ -19,27 +19,43 @@ import (
 // from a hint is tested free before it is used (placeFree, homeCost), so a stale hint costs a
 // search, never a byte.
 type Engine struct {
-	mu  sync.Mutex // guards every field below; held for the whole of each exported call
-	cfg config     // the options, fixed at New
+	mu sync.Mutex // guards every field below; held for the whole of each exported call
 
 	// The fields every request and every free reads or writes, together, so that they share a few
 	// cache lines: on a GPU host the work between two requests (kernel launches, the framework's
 	// own code) evicts the engine from the caches, and each line a request touches is a miss
-	// (TestEngineHotFieldsTogether). Each belongs to a group below, named beside it.
-	closed      bool // Close ran: every call but Close and Check fails with ErrClosed (handles)
-	multiStream bool // a second stream has been seen (allocSlow, once): frees are numbered per stream (streams)
-	unsynced    bool // a block was freed since the last Synchronize (cache sets, synchronize clears): a re-cut waits (cutAt) (streams)
+	// (TestEngineHotFieldsTogether). Those written on every call come first, on the mutex's line
+	// and the next. Each belongs to a group below, named beside it.
+	//
+	// Memos (below): iterOrd, requests since the last mark, this one included. Contexts (below):
+	// ctxRing, the last contextWindow requests' parts (stepContext); ctxNext, requests so far: the
+	// next index in ctxRing. Statistics (Stats): live and liveBlocks: markLive, cache. Check:
+	// checkBlocks (they equal what the live blocks hold). peakLive and outcomes (requests by
+	// outcome: reuse, allocSlow) are counts: not checked.
+	iterOrd     uint64
+	ctxNext     uint64
+	ctxRing     [contextWindow]uint64
+	live        uint64
+	peakLive    uint64
+	liveBlocks  int
+	outcomes    [NumOutcomes]uint64
+	closed      bool   // Close ran: every call but Close and Check fails with ErrClosed (handles)
+	multiStream bool   // a second stream has been seen (allocSlow, once): frees are numbered per stream (streams)
+	unsynced    bool   // a block was freed since the last Synchronize (cache sets, synchronize clears): a re-cut waits (cutAt) (streams)
+	streamSeen  bool   // hotStream is set (the free lists, below)
+	epoch       uint64 // successful Synchronize calls (synchronize): a block freed before is settled (streams)
+
+	cfg config // the options, fixed at New
+
 	// The free lists: cached blocks by stream and size, lowest address first. hotStream is the
 	// first stream a request used (set once by allocSlow, with streamSeen); its lists need no map
 	// lookup (otherLists holds the others'). cache pushes (listFor makes a list), reuse and flush
 	// unlink. Check: checkBlocks (every cached block in exactly the list of its size and stream;
 	// counts and links).
-	streamSeen bool
-	hotStream  Stream
-	hotLists   sizeLists
-	capacity   uint64 // physical bytes the engine may create (handles)
-	epoch      uint64 // successful Synchronize calls (synchronize): a block freed before is settled (streams)
-	slowPaths  uint64 // requests that missed the exact path (allocSlow): the clock of event polls (streams)
+	hotStream Stream
+	hotLists  sizeLists
+	capacity  uint64 // physical bytes the engine may create (handles)
+	slowPaths uint64 // requests that missed the exact path (allocSlow): the clock of event polls (streams)
 	// blocks: every live and cached block handed out by Alloc, by pointer (not pages): allocSlow
 	// adds, flush removes. Check: checkBlocks (pointer, size, kind; live bytes), checkPhysical.
 	blocks intmap.Map[*block]
@@ -51,22 +67,10 @@ type Engine struct {
 	// roomQueue: blocks whose liveness changed since the room index was brought up to date (the
 	// room group, below).
 	roomQueue []*block
-	// Memos (below): iterOrd, requests since the last mark, this one included; memoCur, where the
-	// current iteration's large requests went; iter, where the iteration stands against the memos.
-	iterOrd uint64
+	// Memos (below): memoCur, where the current iteration's large requests went; iter, where the
+	// iteration stands against the memos.
 	memoCur []memoEntry
 	iter    memoState
-	// Contexts (below): ctxRing, the last contextWindow requests' parts (stepContext); ctxNext,
-	// requests so far: the next index in ctxRing.
-	ctxRing [contextWindow]uint64
-	ctxNext uint64
-	// Statistics (Stats). live and liveBlocks: markLive, cache. Check: checkBlocks (they equal
-	// what the live blocks hold). peakLive and outcomes (requests by outcome: reuse, allocSlow)
-	// are counts: not checked.
-	live       uint64
-	peakLive   uint64
-	liveBlocks int
-	outcomes   [NumOutcomes]uint64
 
 	drv counted // the driver, with its calls counted (calls.go)
 	log *slog.Logger
