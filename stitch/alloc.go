@@ -230,7 +230,7 @@ func (e *Engine) carveAt(pos, r uint64) *block {
 // primitive block.
 func (e *Engine) primitiveAt(pos, r uint64) *block {
 	b := e.newBlock()
-	b.kind, b.pos, b.size, b.ptr = primitive, pos, r, e.arenaBase+uintptr(pos)
+	b.kind, b.pos, b.size, b.ptr = primitive, pos, r, e.addressOf(home{off: pos})
 	b.first = b.firstByte()
 	e.owners.insertWith(span{start: pos, end: pos + r}, b)
 	return b

@@ -14,6 +14,15 @@ type home struct {
 	off uint64
 }
 
+// addressOf is the pointer of a block at place h: Alloc returns it, and Engine.blocks is keyed
+// by it (primitiveAt, windowBlock).
+func (e *Engine) addressOf(h home) uintptr {
+	if h.v == nil {
+		return e.arenaBase + uintptr(h.off)
+	}
+	return h.v.base + uintptr(h.v.head+h.off)
+}
+
 // homeEntry is a remembered home, with a block last found using it (its witness). While the
 // witness is live the home is not free; while it is cached there, taking the home flushes at least
 // its bytes. So findHome passes over a home whose witness is live, or cached and no smaller than

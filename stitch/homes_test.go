@@ -323,26 +323,10 @@ func TestHomesOnlyUnmarked(t *testing.T) {
 func TestNoLargeHomesKeptMarked(t *testing.T) {
 	e, err := New(&nullDriver{}, WithCapacity(96<<20))
 	require.NoError(t, err)
-	rng := rand.New(rand.NewPCG(7, 11))
-	var live []uintptr
-	var sizes []uint64
-	for step := range 2000 {
-		if step%40 == 0 {
-			e.MarkIteration()
-		}
-		if len(live) > 0 && rng.IntN(100) < 48 {
-			i := rng.IntN(len(live))
-			require.NoError(t, e.Free(live[i], sizes[i]))
-			live, sizes = slices.Delete(live, i, i+1), slices.Delete(sizes, i, i+1)
-			continue
-		}
-		r := homeSizes(rng)
+	randomLargeRequests(t, e, 2000, homeSizes, func(step int) bool { return step%40 == 0 }, func(step int, r uint64) {
 		_, found := e.findHome(r)
 		require.False(t, found, "step %d: a home kept for %d bytes", step, r)
-		if ptr, err := e.Alloc(r, 0); err == nil {
-			live, sizes = append(live, ptr), append(sizes, r)
-		}
-	}
+	})
 	require.NoError(t, e.Check())
 	require.NoError(t, e.Close())
 }
@@ -372,35 +356,45 @@ func proposedOnlyUnmarked(t *testing.T, opts []Option, steps, markFrom int, size
 	for _, marked := range []bool{false, true} {
 		e, err := New(&nullDriver{}, append([]Option{WithCapacity(96 << 20)}, opts...)...)
 		require.NoError(t, err)
-		rng := rand.New(rand.NewPCG(7, 11))
-		type held struct {
-			ptr  uintptr
-			size uint64
-		}
-		var live []held
 		founds := 0
-		for step := range steps {
-			if marked && step >= markFrom && (step-markFrom)%40 == 0 {
-				e.MarkIteration()
-			}
-			if len(live) > 0 && rng.IntN(100) < 48 {
-				i := rng.IntN(len(live))
-				require.NoError(t, e.Free(live[i].ptr, live[i].size))
-				live = slices.Delete(live, i, i+1)
-				continue
-			}
-			r := size(rng)
+		mark := func(step int) bool { return marked && step >= markFrom && (step-markFrom)%40 == 0 }
+		randomLargeRequests(t, e, steps, size, mark, func(step int, r uint64) {
 			f := found(e, r)
 			require.Equal(t, f && !e.marked(), propose(e, r), "step %d (marked %v): a place for %d bytes", step, e.marked(), r)
 			if f && e.marked() == marked {
 				founds++
 			}
-			if ptr, err := e.Alloc(r, 0); err == nil {
-				live = append(live, held{ptr, r})
-			}
-		}
+		})
 		require.Positive(t, founds, "marked %v: no place was ever found", marked)
 		require.NoError(t, e.Check())
 		require.NoError(t, e.Close())
+	}
+}
+
+// randomLargeRequests runs steps random large allocations (sizes from size) and frees on e, from
+// a fixed seed: a step frees a live block with probability 0.48, else allocates after calling
+// before with the request's size; a step for which mark reports true begins with MarkIteration.
+func randomLargeRequests(t *testing.T, e *Engine, steps int, size func(*rand.Rand) uint64, mark func(step int) bool, before func(step int, r uint64)) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	type held struct {
+		ptr  uintptr
+		size uint64
+	}
+	var live []held
+	for step := range steps {
+		if mark(step) {
+			e.MarkIteration()
+		}
+		if len(live) > 0 && rng.IntN(100) < 48 {
+			i := rng.IntN(len(live))
+			require.NoError(t, e.Free(live[i].ptr, live[i].size))
+			live = slices.Delete(live, i, i+1)
+			continue
+		}
+		r := size(rng)
+		before(step, r)
+		if ptr, err := e.Alloc(r, 0); err == nil {
+			live = append(live, held{ptr, r})
+		}
 	}
 }

@@ -54,7 +54,7 @@ type memoEntry struct {
 }
 
 // same reports whether c and d are the same entry: c == d, field by field (the compiler's
-// struct equality goes through a memory compare, several times slower on the memos' lengths).
+// struct equality calls a memory compare for each entry).
 func (c memoEntry) same(d memoEntry) bool {
 	return c.ord == d.ord && c.size == d.size && c.at == d.at && c.page == d.page && c.scattered == d.scattered
 }
@@ -276,14 +276,6 @@ func (e *Engine) cachedAt(h home, l *freeList) *block {
 		return nil
 	}
 	return b
-}
-
-// addressOf is the pointer a block at place h has (primitiveAt, windowBlock).
-func (e *Engine) addressOf(h home) uintptr {
-	if h.v == nil {
-		return e.arenaBase + uintptr(h.off)
-	}
-	return h.v.base + uintptr(h.v.head+h.off)
 }
 
 // followed returns the place the followed memo gives the current request of r bytes; it stops

@@ -487,7 +487,7 @@ func (e *Engine) windowBlock(v *view, off, r uint64) *block {
 		e.owners.insertWith(p, b)
 		return true
 	})
-	b.kind, b.view, b.voff, b.size, b.ptr = stitched, v, off, r, v.base+uintptr(v.head+off)
+	b.kind, b.view, b.voff, b.size, b.ptr = stitched, v, off, r, e.addressOf(home{v: v, off: off})
 	b.first = b.firstByte()
 	v.users++
 	v.held += r
