@@ -45,12 +45,24 @@ func (g *GMLake) MarkIteration() {
 // out-of-memory too, which is what it is under the capacity being tested.
 func (g *GMLake) Alloc(size uint64, s stitch.Stream) (uintptr, error) {
 	p, err := g.eng.Alloc(size, s)
-	if err != nil && errors.Is(err, stitch.ErrTooLarge) {
+	if err != nil {
+		return 0, g.failed(size, err)
+	}
+	return p, nil
+}
+
+// failed is err, the engine's refusal of a request of size bytes, as the benchmark's
+// OutOfMemoryError where the engine ran out of capacity. It is kept out of Alloc, whose frame
+// a served request then keeps small.
+//
+//go:noinline
+func (g *GMLake) failed(size uint64, err error) error {
+	if errors.Is(err, stitch.ErrTooLarge) {
 		st := g.eng.Stats()
-		return 0, fmt.Errorf("%w: %w", &OutOfMemoryError{Allocator: g.Name(), Requested: size,
+		return fmt.Errorf("%w: %w", &OutOfMemoryError{Allocator: g.Name(), Requested: size,
 			Reserved: st.ReservedBytes, Capacity: g.capacity}, err)
 	}
-	return p, err
+	return err
 }
 
 // Free implements Allocator.

@@ -62,13 +62,8 @@ func (e *Engine) markLive(b *block, size uint64) {
 // exact path looked at and found nothing to take from, if it looked (then the list's pick is not
 // made again: nothing has changed since).
 func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, error) {
-	switch {
-	case e.closed:
-		return 0, ErrClosed
-	case size == 0:
-		return 0, ErrInvalidSize
-	case size > e.capacity:
-		return 0, fmt.Errorf("%w: %d bytes asked, capacity %d", ErrTooLarge, size, e.capacity)
+	if e.closed || size == 0 || size > e.capacity {
+		return 0, e.refuse(size)
 	}
 	r := (size + alignment - 1) &^ (alignment - 1)
 	e.slowPaths++
@@ -83,13 +78,9 @@ func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, err
 		e.hotStream, e.streamSeen = s, true
 	}
 	if s != e.hotStream && !e.multiStream {
-		// Blocks freed so far recorded no event, and their bytes may be loose already: one
-		// synchronize covers them. Without it no byte is safe for the new stream, so the request
-		// fails and the next one on another stream tries again.
-		if err := e.synchronize(); err != nil {
-			return 0, fmt.Errorf("stitch: synchronize before serving a second stream: %w", err)
+		if err := e.enterMultiStream(); err != nil {
+			return 0, err
 		}
-		e.multiStream = true
 	}
 	var b *block
 	var out Outcome
@@ -130,11 +121,7 @@ func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, err
 		}
 	}
 	if err != nil {
-		var oom *OutOfMemoryError
-		if errors.As(err, &oom) {
-			oom.Requested = size
-		}
-		return 0, err
+		return 0, failed(err, size)
 	}
 	b.stream = s
 	if b.size == r {
@@ -144,6 +131,49 @@ func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, err
 	e.markLive(b, size)
 	e.outcomes[out]++
 	return b.ptr, nil
+}
+
+// enterMultiStream is the engine's first request on a stream other than the hot one. Blocks freed
+// so far recorded no event, and their bytes may be loose already: one synchronize covers them.
+// Without it no byte is safe for the new stream, so the request fails and the next one on another
+// stream tries again.
+//
+//go:noinline
+func (e *Engine) enterMultiStream() error {
+	if err := e.synchronize(); err != nil {
+		return fmt.Errorf("stitch: synchronize before serving a second stream: %w", err)
+	}
+	e.multiStream = true
+	return nil
+}
+
+// refuse says why a request of size bytes is refused before any placement: the engine is
+// closed, the size is 0, or it exceeds the capacity. It and failed are kept out of allocSlow so
+// that their formatting's stack frame is not allocSlow's: a request served writes the fewest
+// stack lines (results/bench/STEADY-CPU.md).
+//
+//go:noinline
+func (e *Engine) refuse(size uint64) error {
+	switch {
+	case e.closed:
+		return ErrClosed
+	case size == 0:
+		return ErrInvalidSize
+	default:
+		return fmt.Errorf("%w: %d bytes asked, capacity %d", ErrTooLarge, size, e.capacity)
+	}
+}
+
+// failed is err, a placement's failure for a request of size bytes, with the request's size in
+// it if it is an OutOfMemoryError.
+//
+//go:noinline
+func failed(err error, size uint64) error {
+	var oom *OutOfMemoryError
+	if errors.As(err, &oom) {
+		oom.Requested = size
+	}
+	return err
 }
 
 // listFor returns the free list of cached blocks of size r on stream s, making it if needed.

@@ -45,6 +45,11 @@ func (e *Engine) checkFreeSet(c *checker, name string, f *freeSet) {
 	case !f.sizeStale && f.byAddr.len() != f.bySize.len():
 		c.fail("%s: %d spans by address, %d by size", name, f.byAddr.len(), f.bySize.len())
 	}
+	for _, t := range []*tree{&f.byAddr, &f.bySize} {
+		if s, bad := t.misKeyed(); bad {
+			c.fail("%s: %+v is keyed out of its place", name, s)
+		}
+	}
 	var prev *span
 	var sum uint64
 	n := 0
@@ -215,6 +220,9 @@ func (e *Engine) checkPhysical(c *checker) {
 	}
 	for _, p := range e.pages {
 		large(p.blk, "page")
+	}
+	if s, bad := e.owners.misKeyed(); bad {
+		c.fail("owner index: %+v is keyed out of its place", s)
 	}
 	n := 0
 	e.owners.walkNodes(func(nd *tnode) bool {

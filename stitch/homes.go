@@ -293,7 +293,7 @@ func (e *Engine) takeHomeOver(h home, r uint64, under []*block, known bool) *blo
 		flush = e.blocksUnder(pieces)
 	}
 	var cut *block // the cached block re-cut into the new one
-	if h.v == nil && len(flush) > 0 && flush[0].kind == primitive && flush[0].pos == h.off {
+	if h.v == nil && len(flush) > 0 && flush[0].kind == primitive {
 		cut = flush[0]
 	}
 	for _, b := range flush {
@@ -321,14 +321,14 @@ func (e *Engine) takeHomeOver(h home, r uint64, under []*block, known bool) *blo
 		return e.windowBlock(h.v, h.off, r)
 	}
 	if cut != nil {
-		return e.recarve(cut, r)
+		return e.recarve(cut, h.off, r)
 	}
 	return e.primitiveAt(h.off, r)
 }
 
-// uncache takes cached primitive block b, about to be re-cut into a block of the arena ranges
-// pieces (sorted by start) beginning where b begins, out of the cache: as flushInto does, but b
-// keeps its pointer's entry in Engine.blocks and its node of the owner index (recarve).
+// uncache takes cached primitive block b, the lowest of the blocks at an arena home about to be
+// re-cut into a block of the arena ranges pieces (sorted by start), out of the cache: as flushInto
+// does, but b keeps its node of the owner index (recarve).
 func (e *Engine) uncache(b *block, pieces []span) {
 	b.list.unlink(b)
 	e.largeAge.unlink(b)
@@ -340,16 +340,26 @@ func (e *Engine) uncache(b *block, pieces []span) {
 }
 
 // recarve makes b, a primitive block that uncache took out of the cache, the block of the r bytes
-// from its first byte, once the bytes there are its own: the owner index's node of b is given
-// the new end in place (its key, b's first byte, stays) and b is a new block under the same
-// pointer (a new serial: homes that saw it see another block). A re-carve in place saves the
-// owner index a delete and an insert and Engine.blocks a delete and an insert: in the steady
-// iterations of the H200 ResNet traces 15-25% of the misses re-cut a cached block this way.
-func (e *Engine) recarve(b *block, r uint64) *block {
+// from arena offset pos, once the bytes there are its own. The owner index's node of b is given
+// the new span in place: its key moves from b's first byte to pos, which keeps the index's order,
+// since b was the lowest block at the home and no other block lies between its first byte and
+// the home's. b is then a new block (a new serial: homes that saw it see another block), under a
+// new pointer if pos is not where it began. A re-carve saves the owner index a delete and an
+// insert, each a descent that is cold on a GPU host; where b began at pos it saves Engine.blocks a
+// delete as well. In the steady iterations of the H200 ResNet traces most misses re-cut a cached
+// block.
+func (e *Engine) recarve(b *block, pos, r uint64) *block {
 	n := e.owners.floorTreap(b.pos)
-	n.Value.s.end = b.pos + r
+	n.Rekey(pos, 0)
+	n.Value.s = span{start: pos, end: pos + r}
+	ptr := b.ptr
+	if pos != b.pos {
+		e.blocks.Delete(uint64(b.ptr))
+		ptr = e.addressOf(home{off: pos})
+		e.blocks.Put(uint64(ptr), b)
+	}
 	e.serials++
-	*b = block{ptr: b.ptr, size: r, kind: primitive, pos: b.pos, serial: e.serials, first: b.first, roomQueue: b.roomQueue}
+	*b = block{ptr: ptr, size: r, kind: primitive, pos: pos, serial: e.serials, first: pos, roomQueue: b.roomQueue}
 	return b
 }
 

@@ -171,6 +171,33 @@ func TestTakeHomeRecarvesCachedBlock(t *testing.T) {
 		require.NoError(t, e.EmptyCache())
 	})
 
+	t.Run("inside", func(t *testing.T) {
+		// A home that begins inside the cached block: the block is re-cut there, under the home's
+		// pointer, and its node of the owner index is keyed by the home's first byte.
+		a := cached(24 * mib)
+		pos, oldPtr := a.pos, a.ptr
+		b := take(home{off: pos + 4*mib}, 10*mib)
+		assert.Same(t, a, b, "the cached block's struct is re-cut")
+		assert.Equal(t, pos+4*mib, b.pos)
+		assert.Equal(t, e.addressOf(home{off: pos + 4*mib}), b.ptr)
+		assert.Nil(t, e.blocks.At(uint64(oldPtr)), "the old pointer names no block")
+		assert.Same(t, b, e.owners.ownerAt(pos+4*mib).b)
+		assert.Nil(t, e.owners.ownerAt(pos), "the bytes before the home are no block's")
+		_, loose := e.loose.containing(pos, pos+4*mib)
+		assert.True(t, loose, "the bytes before the home are loose")
+		_, loose = e.loose.containing(pos+14*mib, pos+24*mib)
+		assert.True(t, loose, "the bytes after it are loose")
+		require.ErrorIs(t, e.Free(oldPtr, 24*mib), ErrUnknownPointer, "the re-cut block's old pointer is no block's")
+		// A block carved in the bytes before the home takes the key the re-cut block left.
+		c := take(home{off: pos}, 4*mib)
+		assert.Same(t, c, e.owners.ownerAt(pos).b)
+		assert.Same(t, b, e.owners.ownerAt(pos+4*mib).b)
+		require.NoError(t, e.Free(c.ptr, 4*mib))
+		require.NoError(t, e.Free(b.ptr, 10*mib))
+		require.NoError(t, e.Check())
+		require.NoError(t, e.EmptyCache())
+	})
+
 	t.Run("loose", func(t *testing.T) {
 		a := cached(24 * mib)
 		pos := a.pos

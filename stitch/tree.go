@@ -214,6 +214,26 @@ func (t *tree) walk(fn func(span) bool) {
 }
 
 // walkNodes calls fn on every node in order until fn returns false.
+// misKeyed returns the first span, in the tree's order, whose node is not keyed by the span's
+// place in that order (key) or is keyed no higher than the node before it; ok is false if there is
+// none. Check's: a span changed in place (recarve) must keep its key in step.
+func (t *tree) misKeyed() (span, bool) {
+	var bad span
+	found, first := false, true
+	var lastHi, lastLo uint64
+	t.t.Ascend(func(n *treap.Node[tnode]) bool {
+		hi, lo := n.Key()
+		wantHi, wantLo := t.key(n.Value.s)
+		if hi != wantHi || lo != wantLo || !first && (hi < lastHi || hi == lastHi && lo <= lastLo) {
+			bad, found = n.Value.s, true
+			return false
+		}
+		first, lastHi, lastLo = false, hi, lo
+		return true
+	})
+	return bad, found
+}
+
 func (t *tree) walkNodes(fn func(*tnode) bool) {
 	t.t.Ascend(func(n *treap.Node[tnode]) bool { return fn(&n.Value) })
 }
