@@ -25,7 +25,10 @@
 // caches hold what the executor's work left there (results/bench/STEADY-CPU.md, "Wall time,
 // caches evicted"). With -repeat N the trace's iterations are played N times
 // (bench.RepeatIterations) and the steady part is every repetition after the first: more pairs,
-// for a steadier time.
+// for a steadier time. With -split (and -time) the time is also given by kind of call: Free, and
+// for gmlake Alloc apart by outcome, exact matches and the rest (splits and re-carves of a cached
+// place, stitches, new memory), the outcome read from the engine's statistics after the call, out
+// of the time measured and before the next eviction.
 package main
 
 import (
@@ -37,6 +40,7 @@ import (
 
 	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/bench"
+	"github.com/gmlake/gmlake/stitch"
 	"github.com/gmlake/gmlake/trace"
 )
 
@@ -45,23 +49,24 @@ func main() {
 	warmOnly := flag.Bool("warm-only", false, "stop after the setup and the warm-up iterations")
 	stride := flag.Int("evict-stride", 64, "bytes between the writes of -evict: 64 writes every cache line, 4096 one line per page (the pages' translations are evicted, few lines)")
 	timed := flag.Bool("time", false, "print the wall time inside the allocator's calls per steady pair")
+	split := flag.Bool("split", false, "with -time, print the time per call by kind: free, and for gmlake alloc by outcome (exact match or not)")
 	repeat := flag.Int("repeat", 1, "play the trace's iterations this many times; the steady part is then every repetition after the first")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: steady-replay [-evict BYTES] [-evict-stride BYTES] [-warm-only] [-time] [-repeat N] TRACE ALLOCATOR")
+		fmt.Fprintln(os.Stderr, "usage: steady-replay [-evict BYTES] [-evict-stride BYTES] [-warm-only] [-time [-split]] [-repeat N] TRACE ALLOCATOR")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() != 2 || *evictBytes < 0 || *repeat < 1 || *stride < 1 {
+	if flag.NArg() != 2 || *evictBytes < 0 || *repeat < 1 || *stride < 1 || *split && !*timed {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), flag.Arg(1), *evictBytes, *stride, *repeat, *warmOnly, *timed); err != nil {
+	if err := run(flag.Arg(0), flag.Arg(1), *evictBytes, *stride, *repeat, *warmOnly, *timed, *split); err != nil {
 		fmt.Fprintln(os.Stderr, "steady-replay:", err)
 		os.Exit(1)
 	}
 }
 
-func run(path, name string, evictBytes, stride, repeat int, warmOnly, timed bool) error {
+func run(path, name string, evictBytes, stride, repeat int, warmOnly, timed, split bool) error {
 	t, err := bench.Load(path)
 	if err != nil {
 		return err
@@ -97,6 +102,9 @@ func run(path, name string, evictBytes, stride, repeat int, warmOnly, timed bool
 	}
 	r := &replayer{a: a, ptrs: make([]uintptr, p.Slots())}
 	r.marker, _ = a.(baseline.IterationMarker)
+	if g, ok := a.(interface{ Engine() *stitch.Engine }); ok && split {
+		r.engine = g.Engine()
+	}
 	if _, err := warmPart(r, ops[:cut]); err != nil {
 		return err
 	}
@@ -114,6 +122,9 @@ func run(path, name string, evictBytes, stride, repeat int, warmOnly, timed bool
 	fmt.Println("steady pairs", pairs)
 	if timed && pairs > 0 {
 		fmt.Printf("steady ns per pair %.1f\n", float64(r.inside)/float64(pairs))
+		if split {
+			r.printSplit()
+		}
 	}
 	return nil
 }
@@ -129,6 +140,35 @@ type replayer struct {
 	stride int
 	timed  bool
 	inside time.Duration
+	// -split: the engine whose outcomes tell an exact match (gmlake only), and the time and count
+	// of each kind of call.
+	engine                         *stitch.Engine
+	exactTime, otherTime, freeTime time.Duration
+	exacts, others, frees          int
+}
+
+// printSplit prints the time per call by kind (-split).
+func (r *replayer) printSplit() {
+	per := func(d time.Duration, n int) float64 {
+		if n == 0 {
+			return 0
+		}
+		return float64(d) / float64(n)
+	}
+	if r.engine != nil {
+		fmt.Printf("steady alloc exact %d x %.0f ns, other %d x %.0f ns\n", r.exacts, per(r.exactTime, r.exacts), r.others, per(r.otherTime, r.others))
+	} else {
+		fmt.Printf("steady alloc %d x %.0f ns\n", r.others, per(r.otherTime, r.others))
+	}
+	fmt.Printf("steady free %d x %.0f ns\n", r.frees, per(r.freeTime, r.frees))
+}
+
+// exactSoFar is the engine's count of exact matches (-split with gmlake), else 0.
+func (r *replayer) exactSoFar() uint64 {
+	if r.engine == nil {
+		return 0
+	}
+	return r.engine.Stats().Outcomes.Of(stitch.OutcomeExact)
 }
 
 // warmPart replays ops, the setup and the warm-up iterations.
@@ -144,6 +184,7 @@ func steadyPart(r *replayer, ops []bench.Op) (int, error) { return r.replay(ops)
 // replay plays ops through the allocator and returns the allocations made.
 func (r *replayer) replay(ops []bench.Op) (int, error) {
 	pairs := 0
+	exact := r.exactSoFar()
 	for i, o := range ops {
 		if len(r.evict) > 0 && o.Kind != trace.Iter {
 			evict(r.evict, r.stride)
@@ -155,7 +196,16 @@ func (r *replayer) replay(ops []bench.Op) (int, error) {
 		switch o.Kind {
 		case trace.Alloc:
 			ptr, err := r.a.Alloc(o.Size, o.Stream)
-			r.clock(t0)
+			if d := r.clock(t0); r.timed {
+				if r.exactSoFar() != exact {
+					r.exactTime += d
+					r.exacts++
+				} else {
+					r.otherTime += d
+					r.others++
+				}
+				exact = r.exactSoFar()
+			}
 			if err != nil {
 				return pairs, fmt.Errorf("event %d: alloc %d bytes: %w", i, o.Size, err)
 			}
@@ -163,7 +213,10 @@ func (r *replayer) replay(ops []bench.Op) (int, error) {
 			pairs++
 		case trace.Free:
 			err := r.a.Free(r.ptrs[o.Slot], o.Size)
-			r.clock(t0)
+			if d := r.clock(t0); r.timed {
+				r.freeTime += d
+				r.frees++
+			}
 			if err != nil {
 				return pairs, fmt.Errorf("event %d: free %d bytes: %w", i, o.Size, err)
 			}
@@ -177,11 +230,15 @@ func (r *replayer) replay(ops []bench.Op) (int, error) {
 	return pairs, nil
 }
 
-// clock adds the time since t0, a call's start, to the time inside the allocator (-time).
-func (r *replayer) clock(t0 time.Time) {
-	if r.timed {
-		r.inside += time.Since(t0)
+// clock adds the time since t0, a call's start, to the time inside the allocator (-time) and
+// returns it.
+func (r *replayer) clock(t0 time.Time) time.Duration {
+	if !r.timed {
+		return 0
 	}
+	d := time.Since(t0)
+	r.inside += d
+	return d
 }
 
 // evict writes one byte every stride bytes of buf.
