@@ -347,7 +347,7 @@ func (e *Engine) uncache(b *block, pieces []span) {
 // new pointer if pos is not where it began. A re-carve saves the owner index a delete and an
 // insert, each a descent that is cold on a GPU host; where b began at pos it saves Engine.blocks a
 // delete as well. In the steady iterations of the H200 ResNet-18 loop 57% of the misses flush
-// cached blocks at their place, and each such take re-cuts the lowest primitive one.
+// cached blocks at their place; such a take re-cuts the lowest of them when it is primitive.
 func (e *Engine) recarve(b *block, pos, r uint64) *block {
 	n := e.owners.floorTreap(b.pos)
 	n.Rekey(pos, 0)
