@@ -144,8 +144,9 @@ func TestTakeHomeRecarvesCachedBlock(t *testing.T) {
 	e, err := New(&nullDriver{}, WithCapacity(256*mib))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
-	take := func(h home, r uint64) *block { return liveTaken(t, e, e.takeHome(h, r), r) }
-	cached := func(size uint64) *block {
+	// take and cached are told the subtest's t, so that a failure ends the subtest, not its parent.
+	take := func(t *testing.T, h home, r uint64) *block { return liveTaken(t, e, e.takeHome(h, r), r) }
+	cached := func(t *testing.T, size uint64) *block {
 		p, err := e.Alloc(size, 0)
 		require.NoError(t, err)
 		b := e.blocks.At(uint64(p))
@@ -154,10 +155,10 @@ func TestTakeHomeRecarvesCachedBlock(t *testing.T) {
 	}
 
 	t.Run("narrower", func(t *testing.T) {
-		a := cached(24 * mib)
+		a := cached(t, 24*mib)
 		require.Equal(t, primitive, a.kind)
 		pos, ptr, serial := a.pos, a.ptr, a.serial
-		b := take(home{off: pos}, 10*mib)
+		b := take(t, home{off: pos}, 10*mib)
 		assert.Same(t, a, b, "the cached block's struct is re-cut")
 		assert.Equal(t, ptr, b.ptr)
 		assert.Greater(t, b.serial, serial, "a re-cut block is another block to the homes")
@@ -174,9 +175,9 @@ func TestTakeHomeRecarvesCachedBlock(t *testing.T) {
 	t.Run("inside", func(t *testing.T) {
 		// A home that begins inside the cached block: the block is re-cut there, under the home's
 		// pointer, and its node of the owner index is keyed by the home's first byte.
-		a := cached(24 * mib)
+		a := cached(t, 24*mib)
 		pos, oldPtr := a.pos, a.ptr
-		b := take(home{off: pos + 4*mib}, 10*mib)
+		b := take(t, home{off: pos + 4*mib}, 10*mib)
 		assert.Same(t, a, b, "the cached block's struct is re-cut")
 		assert.Equal(t, pos+4*mib, b.pos)
 		assert.Equal(t, e.addressOf(home{off: pos + 4*mib}), b.ptr)
@@ -189,7 +190,7 @@ func TestTakeHomeRecarvesCachedBlock(t *testing.T) {
 		assert.True(t, loose, "the bytes after it are loose")
 		require.ErrorIs(t, e.Free(oldPtr, 24*mib), ErrUnknownPointer, "the re-cut block's old pointer is no block's")
 		// A block carved in the bytes before the home takes the key the re-cut block left.
-		c := take(home{off: pos}, 4*mib)
+		c := take(t, home{off: pos}, 4*mib)
 		assert.Same(t, c, e.owners.ownerAt(pos).b)
 		assert.Same(t, b, e.owners.ownerAt(pos+4*mib).b)
 		require.NoError(t, e.Free(c.ptr, 4*mib))
@@ -199,12 +200,12 @@ func TestTakeHomeRecarvesCachedBlock(t *testing.T) {
 	})
 
 	t.Run("loose", func(t *testing.T) {
-		a := cached(24 * mib)
+		a := cached(t, 24*mib)
 		pos := a.pos
 		e.flushUntil(&e.largeAge, math.MaxUint64)
 		_, loose := e.loose.containing(pos, pos+24*mib)
 		require.True(t, loose, "the flushed block's bytes are loose")
-		b := take(home{off: pos + 2*mib}, 10*mib)
+		b := take(t, home{off: pos + 2*mib}, 10*mib)
 		assert.Equal(t, pos+2*mib, b.pos, "carved where the home is")
 		assert.Same(t, b, e.owners.ownerAt(pos+2*mib).b)
 		assert.Nil(t, e.owners.ownerAt(pos+12*mib), "nothing else is carved")
@@ -219,7 +220,7 @@ func TestTakeHomeRecarvesCachedBlock(t *testing.T) {
 		require.NoError(t, e.Free(p1, 8*mib))
 		require.NoError(t, e.Free(p2, 8*mib))
 		pos := a1.pos
-		b := take(home{off: pos}, 12*mib)
+		b := take(t, home{off: pos}, 12*mib)
 		assert.Same(t, a1, b, "the first cached block's struct is re-cut")
 		assert.Nil(t, e.blocks.At(uint64(p2)), "the block after it is flushed")
 		assert.Same(t, b, e.owners.ownerAt(pos+10*mib).b, "the re-cut block owns the bytes of the one after it")
