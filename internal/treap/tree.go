@@ -7,6 +7,9 @@ type Tree[V any] struct {
 	rng   uint64     // xorshift state for priorities; 0 until the first insert
 	spare *Node[V]   // deleted nodes kept for reuse, linked through right
 	path  []*Node[V] // Delete's scratch: the nodes above the one removed
+	// weighted: a node has been given a weight above 0. Until then every weight and largest
+	// weight is 0, and inserts and deletes leave them unread.
+	weighted bool
 }
 
 // Len returns the number of nodes.
@@ -41,14 +44,15 @@ func (t *Tree[V]) Insert(hi, lo, w uint64, v V) *Node[V] {
 	}
 	n.hi, n.lo, n.weight, n.maxWeight, n.prio, n.left, n.right = hi, lo, w, w, t.nextPrio(), nil, nil
 	n.Value = v
-	insert(&t.root, n)
+	t.weighted = t.weighted || w > 0
+	insert(&t.root, n, t.weighted)
 	t.len++
 	return n
 }
 
 // Delete removes the node of key (hi, lo) and reports whether there was one.
 func (t *Tree[V]) Delete(hi, lo uint64) bool {
-	gone := remove(&t.root, hi, lo, &t.path)
+	gone := remove(&t.root, hi, lo, &t.path, t.weighted)
 	if gone == nil {
 		return false
 	}
@@ -152,6 +156,7 @@ func (t *Tree[V]) AscendRange(fromHi, fromLo, toHi, toLo uint64, fn func(*Node[V
 // Reweigh gives the node of key (hi, lo) weight w in place and reports whether there was one: one
 // descent, the subtree weights fixed on the way back up.
 func (t *Tree[V]) Reweigh(hi, lo, w uint64) bool {
+	t.weighted = t.weighted || w > 0
 	return reweigh(t.root, hi, lo, w)
 }
 

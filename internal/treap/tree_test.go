@@ -240,6 +240,49 @@ func TestAscendHeavyAndReweigh(t *testing.T) {
 	}
 }
 
+// TestReweighedTreeKeepsLargestWeights: a tree whose nodes are all inserted with weight 0 and
+// weighted later by Reweigh keeps every subtree's largest weight through the inserts and deletes
+// that follow, and its first-fit search by weight agrees with a sorted slice's.
+func TestReweighedTreeKeepsLargestWeights(t *testing.T) {
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		var tr Tree[int]
+		var ref []entry
+		for range 200 {
+			e := entry{hi: rng.Uint64N(512)}
+			if i, found := slices.BinarySearchFunc(ref, e, compareEntry); !found {
+				ref = slices.Insert(ref, i, e)
+				tr.Insert(e.hi, 0, 0, 0)
+			}
+		}
+		for i := range ref {
+			ref[i].w = rng.Uint64N(1000)
+			require.True(t, tr.Reweigh(ref[i].hi, 0, ref[i].w))
+		}
+		for step := range 400 {
+			e := entry{hi: rng.Uint64N(512)}
+			i, found := slices.BinarySearchFunc(ref, e, compareEntry)
+			if found {
+				require.True(t, tr.Delete(e.hi, 0))
+				ref = slices.Delete(ref, i, i+1)
+			} else {
+				ref = slices.Insert(ref, i, e)
+				tr.Insert(e.hi, 0, 0, 0)
+			}
+			require.NoError(t, checkTree(&tr), "seed %d, step %d", seed, step)
+			w := rng.Uint64N(1000)
+			want := slices.IndexFunc(ref, func(e entry) bool { return e.w >= w })
+			got := tr.FirstWeightAtLeast(w)
+			if want < 0 {
+				require.Nil(t, got, "seed %d, step %d, weight %d", seed, step, w)
+			} else {
+				require.NotNil(t, got, "seed %d, step %d, weight %d", seed, step, w)
+				require.Equal(t, ref[want].hi, got.hi, "seed %d, step %d, weight %d", seed, step, w)
+			}
+		}
+	}
+}
+
 // TestClearEmptiesAndReuses clears a tree of many nodes: it reads empty, keeps its nodes for the
 // inserts that follow (no new node for as many as it held), and orders those as any tree does.
 func TestClearEmptiesAndReuses(t *testing.T) {
