@@ -43,7 +43,16 @@ func (e *Engine) growthExtra(n uint64) uint64 {
 // adds them to the loose set. The search for holes starts at holeFrom, below which every hole has
 // been filled, so that a growth after a release near the arena's end does not walk the slots
 // before it. On any driver error everything created by this call is undone.
-func (e *Engine) grow(n, need uint64) error { return e.growParts(e.handleParts(n, need)) }
+func (e *Engine) grow(n, need uint64) error {
+	if !e.seenIteration && e.repeatSeen && e.ctxNext-e.grownAtRequest >= e.grownAtRequest {
+		e.seenIteration = true // unmarked: see seenIteration (engine.go)
+	}
+	err := e.growParts(e.handleParts(n, need))
+	if err == nil {
+		e.grownAtRequest = e.ctxNext
+	}
+	return err
+}
 
 // growParts is grow of handles of parts chunks each, in arena order.
 func (e *Engine) growParts(parts []uint64) error {

@@ -7,8 +7,11 @@
 // Physical memory comes from the driver as handles (one Create each), multiples of Granularity
 // bytes (G, 2 MiB on CUDA). A growth's handles are sized to the headroom: the largest power-of-two
 // multiple of G within 1/8192 of the bytes the capacity still allows, at most 1 GiB (handleUnit,
-// tunables.go), so 8 or 16 MiB for a job far from the capacity of an H200 and one chunk near it;
-// WithHandleSize fixes one size instead. At New the engine
+// tunables.go), so 8 or 16 MiB for a job far from the capacity of an H200 and one chunk near it.
+// Once the engine has seen a whole iteration (marked: a memo remembered; unmarked: a repeated
+// request and as many requests since the last growth as before it), what a growth lacks is a new
+// peak's excess and is made as one handle, within 1/1024 of that headroom (deficitUnit), so that
+// a new peak costs a few VMM calls. WithHandleSize fixes one size instead. At New the engine
 // reserves one virtual range as large as the capacity (the arena) and maps every handle it
 // creates, whole, at fixed slots of it (one slot per chunk of G bytes), for as long as the handle
 // lives. So an arena offset names a physical byte: a free range, a block's bytes and a stitched

@@ -92,11 +92,22 @@ type Engine struct {
 	holeFrom uint64
 	// allocs: every live handle, by handle: grow, releaseAlloc, adopt, loseAlloc. Check: checkPhysical.
 	allocs       map[PhysHandle]*physAlloc
-	reserved     uint64     // bytes of present chunks: grow, releaseAlloc, loseAlloc. Check: checkPhysical
-	peakReserved uint64     // most reserved ever: grow. Check: checkPhysical (reserved ≤ peak)
-	grownIter    uint64     // bytes created since the last MarkIteration (growthExtra): placeLarge, MarkIteration
-	cutBuf       []uint64   // endCuts' result, reused (scratch, no state)
-	siteBuf      []viewSite // viewSites' result, reused (scratch, no state)
+	reserved     uint64 // bytes of present chunks: grow, releaseAlloc, loseAlloc. Check: checkPhysical
+	peakReserved uint64 // most reserved ever: grow. Check: checkPhysical (reserved ≤ peak)
+	grownIter    uint64 // bytes created since the last MarkIteration (growthExtra): placeLarge, MarkIteration
+	// seenIteration: the engine has seen a whole iteration of the job, so that what a growth
+	// lacks is a new peak's excess and is created as one handle (deficitUnit, handles.go). Set
+	// once, never cleared: marked, by MarkIteration when it remembers the first memo; unmarked, by
+	// grow when a large request has repeated the size and context of an earlier one (repeatSeen:
+	// rememberContext) and the engine has served, since its last growth, at least as many
+	// requests as before it (grownAtRequest: ctxNext at the last growth). A repeat alone is not
+	// enough: recomputation repeats a block's forward requests within the first iteration.
+	seenIteration  bool
+	repeatSeen     bool
+	grownAtRequest uint64
+	servedAtGrowth uint64
+	cutBuf         []uint64   // endCuts' result, reused (scratch, no state)
+	siteBuf        []viewSite // viewSites' result, reused (scratch, no state)
 	// orphans: driver objects an error left that the engine could not give back (undoRun,
 	// releaseAlloc, dropRange, unmapView, dropSplitView, destroyEvent, recut, loseAlloc add; retryOrphans, Close retry). Check:
 	// checkPhysical (blocked slots), checkViews (the chunks an orphaned view range maps).

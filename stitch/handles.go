@@ -39,13 +39,20 @@ import (
 
 // handleParts splits a growth of n chunks, the first need of which the request lacks, into the
 // sizes (in chunks) of the handles to create: handles of the handle size (WithHandleSize, else
-// sized to the headroom: handleUnit), the last one short; when handles follow the blocks, the need
-// as one handle and the rest as another.
+// sized to the headroom: handleUnit), the last one short, the need first as handles of
+// deficitUnit's size where that is larger; when handles follow the blocks, the need as one handle
+// and the rest as another.
 func (e *Engine) handleParts(n, need uint64) []uint64 {
 	if !e.cfg.followBlocks {
 		unit := e.handleUnit()
 		var parts []uint64
-		for at := uint64(0); at < n; at += unit {
+		at := uint64(0)
+		if big := e.deficitUnit(min(need, n)); big > unit {
+			for ; at < min(need, n); at += big {
+				parts = append(parts, min(big, min(need, n)-at))
+			}
+		}
+		for ; at < n; at += unit {
 			parts = append(parts, min(unit, n-at))
 		}
 		return parts
@@ -56,6 +63,22 @@ func (e *Engine) handleParts(n, need uint64) []uint64 {
 		parts = append(parts, n-need)
 	}
 	return parts
+}
+
+// deficitUnit is the size, in chunks, of the handles that hold the first need chunks of a growth
+// (what the request lacks), 0 where they are sized like the rest (handleUnit): once the engine has
+// seen a whole iteration of the job (seenIteration), a growth is a new peak's excess, and its
+// deficit is created as one handle, at most 1/deficitHeadroomShare of what the capacity still
+// allows and at most maxHandleBytes (tunables.go says why).
+func (e *Engine) deficitUnit(need uint64) uint64 {
+	if !e.seenIteration || e.cfg.handleSize > 0 {
+		return 0
+	}
+	held := e.reserved + e.orphanBytes
+	if held >= e.capacity {
+		return 0
+	}
+	return min(need, min((e.capacity-held)/deficitHeadroomShare, maxHandleBytes)/e.g)
 }
 
 // handleUnit is the size, in chunks, of the handles a growth creates: the handle size if

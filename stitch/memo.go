@@ -100,6 +100,7 @@ func (e *Engine) MarkIteration() {
 	}
 	e.memos = append(e.memos, m)
 	e.memoCur = e.memoCur[:0]
+	e.seenIteration = true
 }
 
 // recordPlace remembers where large block b went for the current request: the request's own block,

@@ -1,0 +1,166 @@
+package stitch_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gmlake/gmlake/driver/sim"
+	"github.com/gmlake/gmlake/stitch"
+)
+
+// deficitHandle is the largest handle that holds what a growth lacks once an iteration has been
+// seen: the chunks within 1/1024 of the headroom, at most 1 GiB.
+func deficitHandle(capacity, reserved uint64) uint64 {
+	const g = 2 << 20
+	return min((capacity-reserved)/1024, 1<<30) / g * g
+}
+
+// growthOf allocates size bytes and returns the sizes of the handles that request created.
+func growthOf(t *testing.T, e *stitch.Engine, d *createLog, size uint64) []uint64 {
+	t.Helper()
+	d.sizes = d.sizes[:0]
+	_, err := e.Alloc(size, 0)
+	require.NoError(t, err)
+	require.NoError(t, e.Check())
+	return append([]uint64(nil), d.sizes...)
+}
+
+// deficitHandles checks that a growth of the given handles, made with reserved bytes held under
+// capacity, holds its deficit in handles of deficitHandle's size, the last one short.
+func deficitHandles(t *testing.T, sizes []uint64, capacity, reserved uint64) {
+	t.Helper()
+	require.NotEmpty(t, sizes, "the request grows")
+	bound := deficitHandle(capacity, reserved)
+	for i, s := range sizes {
+		assert.LessOrEqual(t, s, bound, "handle %d", i)
+		if i < len(sizes)-1 {
+			assert.Equal(t, bound, s, "handle %d: only the last is short", i)
+		}
+	}
+}
+
+// TestDeficitHandleOnceMarkedIterationSeen: with iterations marked, the growths of the first
+// iteration make handles sized to the headroom; once an iteration is remembered, what a growth
+// lacks is made as one handle (within 1/1024 of the headroom), so that a new peak's excess costs a
+// few VMM calls rather than one per headroom-sized handle.
+func TestDeficitHandleOnceMarkedIterationSeen(t *testing.T) {
+	const mib, gib = uint64(1 << 20), uint64(1 << 30)
+	for _, tc := range []struct {
+		name     string
+		capacity uint64
+	}{
+		{"one handle", 1 << 40},      // 1/1024 of the headroom is past 1 GiB: the deficit is one handle
+		{"headroom bound", 64 * gib}, // 1/1024 of the headroom, 62 MiB, binds
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &createLog{Driver: sim.New(sim.WithCapacity(tc.capacity))}
+			e, err := stitch.New(d)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, e.Close()) }()
+
+			e.MarkIteration()
+			first := growthOf(t, e, d, 300*mib)
+			for i, s := range first {
+				assert.LessOrEqual(t, s, headroomHandle(tc.capacity, 0), "first iteration, handle %d", i)
+			}
+			assert.Greater(t, len(first), 1, "the first iteration's growth is headroom-sized handles")
+			p, err := e.Alloc(50*mib, 0)
+			require.NoError(t, err)
+			require.NoError(t, e.Free(p, 50*mib))
+
+			e.MarkIteration() // the first iteration is remembered
+			reserved := e.Stats().ReservedBytes
+			sizes := growthOf(t, e, d, 900*mib)
+			deficitHandles(t, sizes, tc.capacity, reserved)
+			var sum uint64
+			for _, s := range sizes {
+				sum += s
+			}
+			assert.Equal(t, e.Stats().ReservedBytes-reserved, sum, "the handles are the growth")
+			if tc.capacity == 1<<40 {
+				assert.Len(t, sizes, 1, "the deficit is one handle")
+			}
+		})
+	}
+}
+
+// TestDeficitHandleNearCapacity: near the capacity a deficit handle shrinks with the headroom to
+// one chunk, as the headroom-sized handles do, so that what a large handle strands stays small.
+func TestDeficitHandleNearCapacity(t *testing.T) {
+	const mib = uint64(1 << 20)
+	const capacity = 1024 * mib
+	d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
+	e, err := stitch.New(d)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	e.MarkIteration()
+	growthOf(t, e, d, 100*mib)
+	e.MarkIteration()
+	reserved := e.Stats().ReservedBytes
+	sizes := growthOf(t, e, d, 900*mib)
+	for i, s := range sizes {
+		assert.Equal(t, uint64(2*mib), s, "handle %d: 1/1024 of the headroom is below a chunk", i)
+	}
+	assert.Equal(t, e.Stats().ReservedBytes-reserved, uint64(len(sizes))*2*mib)
+}
+
+// unmarkedStep is one iteration of a small training-like loop: two activations held, a larger
+// temporary, everything freed.
+func unmarkedStep(t *testing.T, e *stitch.Engine, sizes ...uint64) {
+	t.Helper()
+	ptrs := make([]uintptr, len(sizes))
+	for i, s := range sizes {
+		p, err := e.Alloc(s, 0)
+		require.NoError(t, err)
+		ptrs[i] = p
+	}
+	for i := len(sizes) - 1; i >= 0; i-- {
+		require.NoError(t, e.Free(ptrs[i], sizes[i]))
+	}
+}
+
+// TestDeficitHandleUnmarked: without marks, the engine takes an iteration as seen once a large
+// request has repeated the size and context of an earlier one and it has served, since its last
+// growth, as many requests as before it. A repeat inside the requests that built the memory (as
+// recomputation repeats a block's forward) is not enough.
+func TestDeficitHandleUnmarked(t *testing.T) {
+	const mib = uint64(1 << 20)
+	const capacity = uint64(1 << 40)
+	step := []uint64{64 * mib, 32 * mib, 96 * mib}
+
+	t.Run("after a repeated loop", func(t *testing.T) {
+		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
+		e, err := stitch.New(d)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, e.Close()) }()
+		for range 3 {
+			unmarkedStep(t, e, step...)
+		}
+		reserved := e.Stats().ReservedBytes
+		sizes := growthOf(t, e, d, 1024*mib)
+		deficitHandles(t, sizes, capacity, reserved)
+		assert.Len(t, sizes, 1, "the deficit is one handle")
+	})
+
+	t.Run("a repeat while the memory is built", func(t *testing.T) {
+		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
+		e, err := stitch.New(d)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, e.Close()) }()
+		// Twenty growths, each request held: the memory is built over 20 requests.
+		for i := range 20 {
+			_, err := e.Alloc(uint64(10+i)*mib, 0)
+			require.NoError(t, err)
+		}
+		for range 3 { // the third repeats the contexts of the second
+			unmarkedStep(t, e, step...)
+		}
+		sizes := growthOf(t, e, d, 1024*mib)
+		for i, s := range sizes {
+			assert.LessOrEqual(t, s, headroomHandle(capacity, e.Stats().ReservedBytes-1024*mib), "handle %d", i)
+		}
+		assert.Greater(t, len(sizes), 1, "headroom-sized handles: too few requests since the memory was built")
+	})
+}
