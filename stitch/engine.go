@@ -98,12 +98,11 @@ type Engine struct {
 	// seenIteration: the engine has seen a whole iteration of the job, so that what a growth
 	// lacks is a new peak's excess and is created as one handle (deficitUnit, handles.go). Set
 	// once, never cleared: marked, by MarkIteration when it remembers the first memo; unmarked, by
-	// grow when a large request has repeated the size and context of an earlier one (repeatSeen:
-	// rememberContext) and the engine has served, since its last growth, at least as many
+	// grow when a large request has repeated the size and context of an earlier one (repeatSeen,
+	// with the contexts below) and the engine has served, since its last growth, at least as many
 	// requests as before it (grownAtRequest: ctxNext at the last growth). A repeat alone is not
 	// enough: recomputation repeats a block's forward requests within the first iteration.
 	seenIteration  bool
-	repeatSeen     bool
 	grownAtRequest uint64
 	servedAtGrowth uint64
 	cutBuf         []uint64   // endCuts' result, reused (scratch, no state)
@@ -186,7 +185,10 @@ type Engine struct {
 	// the contextWindow-1 requests before it (ctxRing: stepContext). contexts: where the last
 	// large request of each context went (rememberContext, unmarked only); smallContexts: the
 	// first byte the last small request of each context took (carveSmall). Hints: not checked.
-	// ctxRing and ctxNext are in the first group.
+	// ctxRing and ctxNext are in the first group. repeatSeen: a large request has repeated the
+	// size and context of an earlier one (rememberContext sets it, once; grow reads it), beside
+	// the contexts, whose lines rememberContext touches anyway.
+	repeatSeen    bool
 	contexts      intmap.Map[contextPlace]
 	smallContexts intmap.Map[uint64]
 	// awaySpans: the places new pages keep away from (rememberedSpans, pageaway.go), kept while

@@ -92,7 +92,9 @@ func (e *Engine) rememberContext(b *block) {
 	np := contextPlace{size: b.size, n: 1}
 	np.at[0] = b.place()
 	if old, ok := e.contexts.Get(k); ok && old.size == b.size {
-		e.repeatSeen = true
+		if !e.repeatSeen {
+			e.repeatSeen = true
+		}
 		for _, h := range old.at[:old.n] {
 			if h != np.at[0] && np.n < contextPlaces {
 				np.at[np.n] = h
