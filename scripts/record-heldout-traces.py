@@ -201,6 +201,81 @@ def qwen_lora():
     return "Qwen2-style LM (vocabulary 151,936, 12 layers, hidden 1024), LoRA r=16 on q/k/v/o, base frozen bf16, batch 2, lengths 256-4096, no recomputation", build, step
 
 
+def deberta_mlm():
+    """DeBERTa-v2-style masked LM (disentangled attention), lengths 64-512."""
+    import torch
+    from transformers import DebertaV2Config, DebertaV2ForMaskedLM
+
+    def build():
+        cfg = DebertaV2Config(vocab_size=128100, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                              intermediate_size=3072, max_position_embeddings=512, relative_attention=True,
+                              position_buckets=256, pos_att_type=["p2c", "c2p"], position_biased_input=False)
+        with torch.device("cuda"):
+            m = DebertaV2ForMaskedLM(cfg)
+        m.train()
+        return m, adamw(m.parameters())
+
+    def step(state, i, rng):
+        m, opt = state
+        b, n = 16, rng.randint(64, 512)
+        x = torch.randint(1000, 128100, (b, n), device="cuda")
+        labels = torch.full_like(x, -100)
+        pick = torch.rand(b, n, device="cuda") < 0.15
+        labels[pick] = x[pick]
+        x = x.masked_fill(pick, 4)
+        bf16_step(m, opt, lambda: m(input_ids=x, labels=labels).loss)
+
+    return "DeBERTa-v2-style masked LM (disentangled attention, 12 layers, hidden 768, vocabulary 128,100), full FT, batch 16, lengths 64-512, 15% masked", build, step
+
+
+def convnext_multiscale():
+    """timm ConvNeXt-Tiny, channels-last, trained at four image sizes with the batch scaled to keep pixels per step."""
+    import timm
+    import torch
+
+    sizes = {160: 96, 192: 64, 224: 48, 256: 36}
+
+    def build():
+        m = timm.create_model("convnext_tiny", pretrained=False, num_classes=1000).cuda()
+        m = m.to(memory_format=torch.channels_last)
+        m.train()
+        return m, adamw(m.parameters())
+
+    def step(state, i, rng):
+        m, opt = state
+        s = rng.choice(sorted(sizes))
+        b = sizes[s]
+        x = torch.randn(b, 3, s, s, device="cuda").to(memory_format=torch.channels_last)
+        y = torch.randint(0, 1000, (b,), device="cuda")
+        bf16_step(m, opt, lambda: torch.nn.functional.cross_entropy(m(x), y))
+
+    return "timm ConvNeXt-Tiny (28.6M), channels-last, full FT, image side and batch drawn together from 160/96, 192/64, 224/48, 256/36", build, step
+
+
+def gpt2_token_budget_ckpt():
+    """GPT-2 medium with gradient checkpointing, batches of a fixed token budget: batch and length vary together."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    def build():
+        cfg = GPT2Config(n_embd=1024, n_layer=24, n_head=16, n_positions=2048)
+        with torch.device("cuda"):
+            m = GPT2LMHeadModel(cfg)
+        m.gradient_checkpointing_enable()
+        m.config.use_cache = False
+        m.train()
+        return m, adamw(m.parameters())
+
+    def step(state, i, rng):
+        m, opt = state
+        n = rng.choice([128, 256, 512, 1024, 2048])
+        b = 16384 // n
+        x = torch.randint(0, 50257, (b, n), device="cuda")
+        bf16_step(m, opt, lambda: m(input_ids=x, labels=x).loss)
+
+    return "GPT-2 medium (355M) with gradient checkpointing, full FT, 16,384 tokens a step: length drawn from 128-2048, batch 16,384 / length", build, step
+
+
 WORKLOADS = {
     "t5base-encdec-full": t5_encdec,
     "mixtral-moe-full": mixtral_moe,
@@ -208,6 +283,9 @@ WORKLOADS = {
     "resnet50-multiscale-full": resnet_multiscale,
     "bertbase-mlm-full": bert_mlm,
     "qwen150k-lora": qwen_lora,
+    "debertav2-mlm-full": deberta_mlm,
+    "convnext-multiscale-full": convnext_multiscale,
+    "gpt2medium-tokenbudget-ckpt": gpt2_token_budget_ckpt,
 }
 
 
