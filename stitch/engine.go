@@ -104,7 +104,6 @@ type Engine struct {
 	// enough: recomputation repeats a block's forward requests within the first iteration.
 	seenIteration  bool
 	grownAtRequest uint64
-	servedAtGrowth uint64
 	cutBuf         []uint64   // endCuts' result, reused (scratch, no state)
 	siteBuf        []viewSite // viewSites' result, reused (scratch, no state)
 	// orphans: driver objects an error left that the engine could not give back (undoRun,
