@@ -47,8 +47,8 @@ const (
 // is the smallest power of two at which no trace's capacity passes its target (min(1.01, PyTorch
 // expandable segments')): at 4096 llama1b-full needs 1.0124, at 2048 1.0230; at 16384 every
 // capacity is the 2 MiB handles' and the driver times are about twice 8192's. Fixed handles trade
-// the other way on every trace (HANDLES.md): 16 MiB ones cost llama1b-full 1.0265, 64 MiB ones
-// 1.0607. On the H200 (results/gpu-replay/h200-2026-12-02-headroom.md) the largest warm-up
+// capacity for driver time (HANDLES.md, regenerated at 0.4.6): 16 MiB ones cost llama1b-full
+// 1.0120, 64 MiB ones 1.0165, against the default's 1.0038. On the H200 (results/gpu-replay/h200-2026-12-02-headroom.md) the largest warm-up
 // iteration's measured driver time falls 3.0-6.4 x on all 15 replayed traces.
 const (
 	handleHeadroomShare = 8192
