@@ -62,6 +62,18 @@ def bf16_step(model, opt, loss_fn):
     opt.zero_grad(set_to_none=True)
 
 
+def masked_lm_step(m, opt, b, n, vocab_from, vocab_to, mask_id):
+    """One masked-LM step: b sequences of n random tokens, 15% of them masked and predicted."""
+    import torch
+
+    x = torch.randint(vocab_from, vocab_to, (b, n), device="cuda")
+    labels = torch.full_like(x, -100)
+    pick = torch.rand(b, n, device="cuda") < 0.15
+    labels[pick] = x[pick]
+    x = x.masked_fill(pick, mask_id)
+    bf16_step(m, opt, lambda: m(input_ids=x, labels=labels).loss)
+
+
 # ---- workloads: each returns (description, build, step) where build() -> state and step(state, i, rng)
 
 
@@ -165,13 +177,7 @@ def bert_mlm():
 
     def step(state, i, rng):
         m, opt = state
-        b, n = 32, rng.randint(64, 512)
-        x = torch.randint(1000, 30522, (b, n), device="cuda")
-        labels = torch.full_like(x, -100)
-        pick = torch.rand(b, n, device="cuda") < 0.15
-        labels[pick] = x[pick]
-        x = x.masked_fill(pick, 103)
-        bf16_step(m, opt, lambda: m(input_ids=x, labels=labels).loss)
+        masked_lm_step(m, opt, 32, rng.randint(64, 512), 1000, 30522, 103)
 
     return "BERT-base masked LM (110M), full FT, batch 32, lengths 64-512, 15% masked", build, step
 
@@ -217,13 +223,7 @@ def deberta_mlm():
 
     def step(state, i, rng):
         m, opt = state
-        b, n = 16, rng.randint(64, 512)
-        x = torch.randint(1000, 128100, (b, n), device="cuda")
-        labels = torch.full_like(x, -100)
-        pick = torch.rand(b, n, device="cuda") < 0.15
-        labels[pick] = x[pick]
-        x = x.masked_fill(pick, 4)
-        bf16_step(m, opt, lambda: m(input_ids=x, labels=labels).loss)
+        masked_lm_step(m, opt, 16, rng.randint(64, 512), 1000, 128100, 4)
 
     return "DeBERTa-v2-style masked LM (disentangled attention, 12 layers, hidden 768, vocabulary 128,100), full FT, batch 16, lengths 64-512, 15% masked", build, step
 

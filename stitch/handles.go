@@ -43,13 +43,14 @@ import (
 // deficitUnit's size where that is larger; when handles follow the blocks, the need as one handle
 // and the rest as another.
 func (e *Engine) handleParts(n, need uint64) []uint64 {
+	need = min(need, n)
 	if !e.cfg.followBlocks {
 		unit := e.handleUnit()
 		var parts []uint64
 		at := uint64(0)
-		if big := e.deficitUnit(min(need, n)); big > unit {
-			for ; at < min(need, n); at += big {
-				parts = append(parts, min(big, min(need, n)-at))
+		if big := e.deficitUnit(need); big > unit {
+			for ; at < need; at += big {
+				parts = append(parts, min(big, need-at))
 			}
 		}
 		for ; at < n; at += unit {
@@ -57,7 +58,6 @@ func (e *Engine) handleParts(n, need uint64) []uint64 {
 		}
 		return parts
 	}
-	need = min(need, n)
 	parts := []uint64{need}
 	if n > need {
 		parts = append(parts, n-need)
