@@ -38,8 +38,26 @@ func (e *Engine) growthExtra(n uint64) uint64 {
 	return min(limit, (e.capacity-used)/e.g)
 }
 
+// peakAhead is how many chunks beyond need a growth creates once the engine has seen an iteration
+// (seenIteration): as many as the current iteration has grown so far (grownIter), at most
+// 1/deficitHeadroomShare of what the capacity allows beyond the need, and 0 with fixed handles.
+// An iteration that passes the job's peak (a longer sequence, a larger batch) then grows in a few
+// ever larger handles, where it would make one per request. The bytes ahead are loose memory that
+// the iteration's next requests take; tunables.go says what it was measured to cost and save.
+func (e *Engine) peakAhead(need uint64) uint64 {
+	if !e.seenIteration || e.cfg.handleSize > 0 {
+		return 0
+	}
+	used := e.reserved + e.orphanBytes + need*e.g
+	if used >= e.capacity {
+		return 0
+	}
+	return min(e.grownIter, (e.capacity-used)/deficitHeadroomShare, maxHandleBytes) / e.g
+}
+
 // grow creates n chunks in free arena slots (holes left by EmptyCache first, lowest first, then
-// past the end), the first need of which a request lacks, as handles sized by handleParts, and
+// past the end), the first need of which a request lacks (with the bytes ahead of a new peak,
+// peakAhead), as handles sized by handleParts, and
 // adds them to the loose set. The search for holes starts at holeFrom, below which every hole has
 // been filled, so that a growth after a release near the arena's end does not walk the slots
 // before it. On any driver error everything created by this call is undone.

@@ -209,8 +209,9 @@ func (e *Engine) placeInNewMemory(r uint64) (*block, Outcome, error) {
 		}
 		e.logGrowth(r, reach)
 		need := (r - reach + e.g - 1) / e.g
-		n := need + e.growthExtra(need)
-		err := e.grow(n, need)
+		ahead := e.peakAhead(need)
+		n := need + max(ahead, e.growthExtra(need))
+		err := e.grow(n, need+ahead)
 		if err == nil {
 			e.grownIter += n * e.g
 		}

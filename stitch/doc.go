@@ -11,7 +11,10 @@
 // Once the engine has seen a whole iteration (marked: a memo remembered; unmarked: a repeated
 // request and as many requests since the last growth as before it), what a growth lacks is a new
 // peak's excess and is made as one handle, within 1/1024 of that headroom (deficitUnit), so that
-// a new peak costs a few VMM calls. WithHandleSize fixes one size instead. At New the engine
+// a new peak costs a few VMM calls; such a growth also makes, ahead of the iteration's next
+// requests, as much as the iteration has grown so far, within the same 1/1024 (peakAhead, arena.go),
+// so that a new peak of many requests grows in a few ever larger handles rather than one per
+// request. WithHandleSize fixes one size instead. At New the engine
 // reserves one virtual range as large as the capacity (the arena) and maps every handle it
 // creates, whole, at fixed slots of it (one slot per chunk of G bytes), for as long as the handle
 // lives. So an arena offset names a physical byte: a free range, a block's bytes and a stitched
@@ -189,7 +192,8 @@
 //     blocks: a plan over idle runs that cached blocks are there for but that falls short of
 //     the request.
 //   - NewChunks: free memory cannot cover the request, even with the empty small pages given back.
-//     Only the deficit is created (in the holes releases left, lowest first, then past the end;
+//     Only the deficit is created, with the bytes ahead of a new peak once an iteration has been
+//     seen (in the holes releases left, lowest first, then past the end;
 //     the search starts at the lowest hole not yet filled), becomes loose,
 //     and the request is carved or stitched from it and the free memory: new memory is always
 //     combined with free memory, so reserved memory stays near peak live even with no capacity

@@ -104,7 +104,7 @@ func WithWarmupGrowth(bytes uint64) Option {
 // 0.5 ms over 64 MiB ones, measured on an H200); but a view maps handles only whole, so only the
 // whole handles of a free range can join a view's middle, and free memory in the middle of a handle
 // cannot be stitched. Fixed sizes trade memory for driver time (results/bench/HANDLES.md, at
-// 0.4.6): llama1b-full needs 1.0022 x peak active with 2 MiB handles, 1.0120 with 16 MiB and 1.0165
+// 0.4.7): llama1b-full needs 1.0022 x peak active with 2 MiB handles, 1.0120 with 16 MiB and 1.0165
 // with 64 MiB. Granularity (2 MiB on CUDA) gives the fewest stranded bytes
 // whatever the headroom.
 func WithHandleSize(bytes uint64) Option {

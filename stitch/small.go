@@ -55,8 +55,13 @@ func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 	return b, out, nil
 }
 
-// addPage lends large block pb to the small pool as an empty page.
+// addPage lends large block pb to the small pool as an empty page. A page is never handed out, so
+// it leaves the pointer index, where a take that re-carved a cached block at its place kept it
+// (recarve).
 func (e *Engine) addPage(pb *block) {
+	if e.blocks.At(uint64(pb.ptr)) == pb {
+		e.blocks.Delete(uint64(pb.ptr))
+	}
 	e.nextPageID++
 	p := &page{id: e.nextPageID, blk: pb}
 	e.setLive(pb, true)
