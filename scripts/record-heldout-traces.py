@@ -276,6 +276,171 @@ def gpt2_token_budget_ckpt():
     return "GPT-2 medium (355M) with gradient checkpointing, full FT, 16,384 tokens a step: length drawn from 128-2048, batch 16,384 / length", build, step
 
 
+def fasterrcnn_detection():
+    """torchvision Faster R-CNN (ResNet-50 FPN), images of varying size and box count, multi-scale resizing."""
+    import torch
+    import torchvision
+
+    scales = (480, 544, 608, 672, 736, 800)
+
+    def build():
+        m = torchvision.models.detection.fasterrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=91,
+                                                                   min_size=scales, max_size=1333).cuda()
+        m.train()
+        return m, adamw(m.parameters())
+
+    def step(state, i, rng):
+        m, opt = state
+        images, targets = [], []
+        for _ in range(4):
+            h, w = rng.randint(360, 800), rng.randint(360, 1066)
+            images.append(torch.rand(3, h, w, device="cuda"))
+            k = rng.randint(1, 24)
+            xy = torch.rand(k, 2, device="cuda") * torch.tensor([w * 0.8, h * 0.8], device="cuda")
+            wh = torch.rand(k, 2, device="cuda") * torch.tensor([w * 0.2, h * 0.2], device="cuda") + 4
+            targets.append({"boxes": torch.cat([xy, xy + wh], dim=1),
+                            "labels": torch.randint(1, 91, (k,), device="cuda")})
+        loss = sum(m(images, targets).values())  # float32: the detection heads' ops as torchvision runs them
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return ("torchvision Faster R-CNN ResNet-50 FPN (41M), full FT, float32, batch 4 images of 360-800 x 360-1066 "
+            "with 1-24 boxes each, resized to a shorter side drawn from 480-800"), build, step
+
+
+def vit_multicrop():
+    """timm ViT-S/16 trained DINO-style: two global crops and a varying number of local crops per image."""
+    import copy
+
+    import timm
+    import torch
+
+    def build():
+        backbone = timm.create_model("vit_small_patch16_224", pretrained=False, num_classes=0, dynamic_img_size=True)
+        head = torch.nn.Sequential(torch.nn.Linear(384, 2048), torch.nn.GELU(), torch.nn.Linear(2048, 256),
+                                   torch.nn.Linear(256, 65536, bias=False))
+        student = torch.nn.Sequential(backbone, head).cuda()
+        teacher = copy.deepcopy(student)
+        for p in teacher.parameters():
+            p.requires_grad_(False)
+        student.train()
+        teacher.train()
+        return student, teacher, adamw(student.parameters())
+
+    def step(state, i, rng):
+        student, teacher, opt = state
+        b, nloc = 32, rng.randint(2, 10)
+        glob = torch.randn(2 * b, 3, 224, 224, device="cuda")
+        loc = torch.randn(nloc * b, 3, 96, 96, device="cuda")
+
+        def loss():
+            with torch.no_grad():
+                t = (teacher(glob).float() / 0.04).softmax(-1).chunk(2)
+            outs = list(student(glob).chunk(2)) + list(student(loc).chunk(nloc))
+            total = 0
+            for si, so in enumerate(outs):
+                lp = torch.nn.functional.log_softmax(so.float() / 0.1, dim=-1)
+                for ti, tt in enumerate(t):
+                    if ti != si:
+                        total = total - (tt * lp).sum(-1).mean()
+            return total
+
+        bf16_step(student, opt, loss)
+        with torch.no_grad():
+            for ps, pt in zip(student.parameters(), teacher.parameters()):
+                pt.mul_(0.996).add_(ps, alpha=0.004)
+
+    return ("timm ViT-S/16 (22M) and a DINO head (bottleneck 256, 65,536 outputs), DINO-style self-distillation, full FT, batch 32 images: two 224x224 "
+            "global crops and 2-10 local 96x96 crops (drawn per step), EMA teacher"), build, step
+
+
+def unet_aspect_buckets():
+    """Latent-diffusion UNet trained on aspect-ratio buckets of one pixel area: height and width vary per step."""
+    import math
+
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Res(nn.Module):
+        def __init__(self, cin, cout, temb):
+            super().__init__()
+            self.n1, self.c1 = nn.GroupNorm(32, cin), nn.Conv2d(cin, cout, 3, padding=1)
+            self.t = nn.Linear(temb, cout)
+            self.n2, self.c2 = nn.GroupNorm(32, cout), nn.Conv2d(cout, cout, 3, padding=1)
+            self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
+
+        def forward(self, x, t):
+            h = self.c1(F.silu(self.n1(x))) + self.t(t)[:, :, None, None]
+            return self.c2(F.silu(self.n2(h))) + self.skip(x)
+
+    class Attn(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.n, self.qkv, self.o, self.heads = nn.GroupNorm(32, c), nn.Conv2d(c, 3 * c, 1), nn.Conv2d(c, c, 1), c // 64
+
+        def forward(self, x):
+            b, c, hh, ww = x.shape
+            q, k, v = self.qkv(self.n(x)).reshape(b, 3, self.heads, c // self.heads, hh * ww).unbind(1)
+            a = F.scaled_dot_product_attention(q.transpose(-1, -2), k.transpose(-1, -2), v.transpose(-1, -2))
+            return x + self.o(a.transpose(-1, -2).reshape(b, c, hh, ww))
+
+    class UNet(nn.Module):
+        def __init__(self, ch=(128, 256, 512), temb=512):
+            super().__init__()
+            self.temb = nn.Sequential(nn.Linear(128, temb), nn.SiLU(), nn.Linear(temb, temb))
+            self.inp = nn.Conv2d(4, ch[0], 3, padding=1)
+            self.down, self.up = nn.ModuleList(), nn.ModuleList()
+            c = ch[0]
+            for co in ch:
+                self.down.append(nn.ModuleList([Res(c, co, temb), Res(co, co, temb)]))
+                c = co
+            self.mid = nn.ModuleList([Res(c, c, temb), Attn(c), Res(c, c, temb)])
+            for co in reversed(ch):
+                self.up.append(nn.ModuleList([Res(c + co, co, temb), Res(co, co, temb)]))
+                c = co
+            self.out = nn.Sequential(nn.GroupNorm(32, c), nn.SiLU(), nn.Conv2d(c, 4, 3, padding=1))
+
+        def forward(self, x, steps):
+            f = torch.exp(-math.log(10000) * torch.arange(64, device=x.device) / 64)
+            a = steps[:, None].float() * f[None]
+            t = self.temb(torch.cat([a.sin(), a.cos()], -1))
+            h, skips = self.inp(x), []
+            for i, (r1, r2) in enumerate(self.down):
+                h = r2(r1(h, t), t)
+                skips.append(h)
+                if i < len(self.down) - 1:
+                    h = F.avg_pool2d(h, 2)
+            h = self.mid[2](self.mid[1](self.mid[0](h, t)), t)
+            for i, (r1, r2) in enumerate(self.up):
+                if i > 0:
+                    h = F.interpolate(h, scale_factor=2.0, mode="nearest")
+                h = r2(r1(torch.cat([h, skips.pop()], 1), t), t)
+            return self.out(h)
+
+    buckets = [(512, 512), (448, 576), (576, 448), (384, 640), (640, 384), (320, 768), (768, 320)]
+
+    def build():
+        m = UNet().cuda()
+        m.train()
+        return m, adamw(m.parameters())
+
+    def step(state, i, rng):
+        m, opt = state
+        hgt, wid = rng.choice(buckets)
+        b = 16
+        x0 = torch.randn(b, 4, hgt // 8, wid // 8, device="cuda")
+        noise = torch.randn_like(x0)
+        steps = torch.randint(0, 1000, (b,), device="cuda")
+        alpha = torch.cos(steps.float() / 1000 * math.pi / 2)[:, None, None, None]
+        xt = alpha * x0 + (1 - alpha ** 2).sqrt() * noise
+        bf16_step(m, opt, lambda: F.mse_loss(m(xt, steps).float(), noise))
+
+    return ("latent-diffusion UNet (channels 128/256/512, two residual blocks a level, attention at 1/4), full FT, batch 16 latents of "
+            "aspect-ratio buckets of 512x512 pixels' area (512x512 to 320x768, drawn per step)"), build, step
+
+
 WORKLOADS = {
     "t5base-encdec-full": t5_encdec,
     "mixtral-moe-full": mixtral_moe,
@@ -286,6 +451,9 @@ WORKLOADS = {
     "debertav2-mlm-full": deberta_mlm,
     "convnext-multiscale-full": convnext_multiscale,
     "gpt2medium-tokenbudget-ckpt": gpt2_token_budget_ckpt,
+    "fasterrcnn-detection-full": fasterrcnn_detection,
+    "vits16-multicrop-full": vit_multicrop,
+    "unet-aspectbuckets-full": unet_aspect_buckets,
 }
 
 

@@ -93,10 +93,14 @@ const (
 // and resnet50-multiscale-full 0.3 and 0.5 -> 0, now within 1% of the step), rises on one (the
 // gpu-train OPT-1.3B trace 17.3 -> 18.9: its layout moves) and is unchanged on the rest; capacity /
 // peak active moves by at most 0.0010 (DeBERTa-v2 1.0068 -> 1.0078, qwen150k-lora 1.0038 ->
-// 1.0030). A larger share strands more: at 1/256 for both the ahead and its handles, llama1b-full's
+// 1.0030); uncapped fragmentation (bytes held far from the capacity) moves by at most 1.6 points
+// (opt1.3b-lora-ckpt unmarked 1.0% -> 2.6%, opt1.3b-lora-ckpt-off marked 2.8% -> 0.9%). A larger
+// share strands more: at 1/256 for both the ahead and its handles, llama1b-full's
 // steady iteration takes 6.2 ms but DeBERTa-v2 needs 1.0175 and Mixtral 1.0104. Unmarked the
 // figures move on three traces (the gpu-train GPT-2 XL trace 26.6 -> 17.3 ms; gpt2xl-full-ckpt
-// 3.2 -> 4.1 ms and 1.0021 -> 1.0032).
+// 3.2 -> 4.1 ms and 1.0021 -> 1.0032). On an H100, 0.4.6 and this in turn, two gpu-replay runs
+// each (results/gpu-replay/h100-2026-12-06-ahead-*): llama1b-full 52-60 -> 35-36 ms,
+// opt1.3b-full 25.5-26.7 -> 11.8-14.5, llama7b-lora-ckpt-off 83-88 -> 67-69.
 const deficitHeadroomShare = 1024
 
 // Defaults the options derive from others (New).
