@@ -5,7 +5,7 @@ Usage: python3 scripts/record-heldout-traces.py OUTDIR [--deadline SECONDS] [--o
 
 Each workload builds a model from a configuration with random weights (no network, no checkpoint:
 the allocation pattern does not depend on weight values), trains it for a few iterations with
-AdamW and bf16 autocast, and records every allocation request PyTorch's caching allocator sees with
+AdamW and bf16 autocast (the detection model in float32), and records every allocation request PyTorch's caching allocator sees with
 torch.cuda.memory._record_memory_history. The history is converted to the project's text trace
 format (trace/trace.go):
 
@@ -441,6 +441,80 @@ def unet_aspect_buckets():
             "aspect-ratio buckets of 512x512 pixels' area (512x512 to 320x768, drawn per step)"), build, step
 
 
+def whisper_seq2seq():
+    """Whisper-style speech encoder-decoder: 30 s of log-mel features, transcripts of varying length."""
+    import torch
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+    def build():
+        cfg = WhisperConfig(vocab_size=51865, d_model=512, encoder_layers=6, decoder_layers=6,
+                            encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048,
+                            decoder_ffn_dim=2048, num_mel_bins=80, max_source_positions=1500,
+                            max_target_positions=448)
+        with torch.device("cuda"):
+            m = WhisperForConditionalGeneration(cfg)
+        m.train()
+        return m, adamw(m.parameters())
+
+    def step(state, i, rng):
+        m, opt = state
+        b, n = 16, rng.randint(16, 448)
+        x = torch.randn(b, 80, 3000, device="cuda")
+        y = torch.randint(0, 50000, (b, n), device="cuda")
+        bf16_step(m, opt, lambda: m(input_features=x, labels=y).loss)
+
+    return ("Whisper-base-style speech encoder-decoder (6+6 layers, d_model 512), full FT, batch 16 of 30 s log-mel "
+            "features, transcripts of 16-448 tokens drawn per step"), build, step
+
+
+def wav2vec2_ctc():
+    """wav2vec 2.0 base with a CTC head on raw audio of varying duration."""
+    import torch
+    from transformers import Wav2Vec2Config, Wav2Vec2ForCTC
+
+    def build():
+        # No SpecAugment time masking: transformers 5.17 indexes the GPU activations with a host mask.
+        m = Wav2Vec2ForCTC(Wav2Vec2Config(vocab_size=32, mask_time_prob=0.0)).cuda()
+        m.train()
+        return m, adamw(m.parameters())
+
+    def step(state, i, rng):
+        m, opt = state
+        b, seconds = 8, rng.uniform(2.0, 12.0)
+        n = int(16000 * seconds)
+        x = torch.randn(b, n, device="cuda")
+        y = torch.randint(1, 32, (b, max(8, n // 1600)), device="cuda")
+        bf16_step(m, opt, lambda: m(input_values=x, labels=y).loss)
+
+    return ("wav2vec 2.0 base (95M) with a CTC head, full FT, batch 8 of raw 16 kHz audio, 2-12 s drawn per step, "
+            "LayerDrop 0.1, no time masking"), build, step
+
+
+def gpt2_grad_accum():
+    """GPT-2 small, four micro-batches of independently drawn lengths accumulated per optimizer step."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    def build():
+        with torch.device("cuda"):
+            m = GPT2LMHeadModel(GPT2Config(n_positions=1024))
+        m.train()
+        return m, adamw(m.parameters())
+
+    def step(state, i, rng):
+        m, opt = state
+        for _ in range(4):
+            x = torch.randint(0, 50257, (8, rng.randint(128, 1024)), device="cuda")
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = m(input_ids=x, labels=x).loss / 4
+            loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return ("GPT-2 small (124M), full FT, gradient accumulation: four micro-batches of 8 sequences per optimizer step, "
+            "each of a length drawn from 128-1024"), build, step
+
+
 WORKLOADS = {
     "t5base-encdec-full": t5_encdec,
     "mixtral-moe-full": mixtral_moe,
@@ -454,6 +528,9 @@ WORKLOADS = {
     "fasterrcnn-detection-full": fasterrcnn_detection,
     "vits16-multicrop-full": vit_multicrop,
     "unet-aspectbuckets-full": unet_aspect_buckets,
+    "whisper-seq2seq-full": whisper_seq2seq,
+    "wav2vec2-ctc-full": wav2vec2_ctc,
+    "gpt2-gradaccum-full": gpt2_grad_accum,
 }
 
 

@@ -84,3 +84,30 @@ func testStitchIndex(t *testing.T, handles Option) {
 	require.Positive(t, failed, "no stitch plan ever fell short")
 	require.Positive(t, released, "no handle was ever released")
 }
+
+// TestStitchPlanOneLargestCandidate: past one candidate the stitch index sums what a plan of
+// several reaches (their middles, one head and another's tail), but the largest candidate alone,
+// a plan of one piece, may reach further: a range across a handle boundary that uses its own head
+// and tail. stitchPlan finds that plan as a walk over every loose range does, rather than taking
+// the index's sum as the most any plan reaches.
+func TestStitchPlanOneLargestCandidate(t *testing.T) {
+	const mib = 1 << 20
+	e, err := New(&nullDriver{}, WithCapacity(64*mib), WithHandleSize(2*mib), WithSmallThreshold(64<<10))
+	require.NoError(t, err)
+	sizes := []uint64{mib / 2, 3 * mib, mib / 2, 7 * mib / 2, mib / 2} // fills 8 MiB of 2 MiB handles
+	ptrs := make([]uintptr, len(sizes))
+	for i, s := range sizes {
+		ptrs[i], err = e.Alloc(s, 0)
+		require.NoError(t, err)
+	}
+	require.NoError(t, e.Free(ptrs[1], sizes[1])) // 3 MiB across a handle boundary: head and tail 1.5 MiB
+	require.NoError(t, e.Free(ptrs[4], sizes[4])) // half a chunk before the arena's end: a head
+	require.NoError(t, e.EmptyCache())
+	require.NoError(t, e.Check())
+	require.Less(t, e.stitchReach(), uint64(3*mib), "two candidates: a head and another's tail")
+	want, wantReach := walkedStitchPlan(e, 3*mib)
+	require.NotNil(t, want, "the 3 MiB range alone")
+	got, reach := e.stitchPlan(3 * mib)
+	require.Equal(t, want, got)
+	require.Equal(t, wantReach, reach)
+}

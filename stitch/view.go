@@ -329,7 +329,11 @@ type candidate struct {
 // O(log n); else the loose ranges are taken largest first until they reach r, O(k log n) for the
 // k looked at.
 func (e *Engine) stitchPlan(r uint64) ([]span, uint64) {
-	if all := e.stitchReach(); all < r {
+	all := e.stitchReach()
+	if big, ok := e.loose.sizes().max(); all < r && (!ok || big.size() < r) {
+		// Past one candidate a plan's reach is its candidates' middles and two ends, which the
+		// index sums; the largest candidate alone may reach further (a plan of one: its whole
+		// range), but no range is larger than the largest loose range.
 		return nil, all
 	}
 	cands := e.candBuf[:0]
@@ -343,7 +347,10 @@ func (e *Engine) stitchPlan(r uint64) ([]span, uint64) {
 	})
 	e.candBuf = cands
 	if ends.reach < r {
-		panic("stitch: the loose ranges reach less than the stitch index says")
+		if all >= r {
+			panic("stitch: the loose ranges reach less than the stitch index says")
+		}
+		return nil, all // the largest loose range holds r, but is no candidate
 	}
 	return planPieces(cands, ends, r), ends.reach
 }
