@@ -52,6 +52,12 @@ def adamw(params):
     return torch.optim.AdamW([p for p in params if p.requires_grad], lr=1e-4)
 
 
+def training(m):
+    """A workload's state: model m in training mode and AdamW over its trainable parameters."""
+    m.train()
+    return m, adamw(m.parameters())
+
+
 def bf16_step(model, opt, loss_fn):
     import torch
 
@@ -87,8 +93,7 @@ def t5_encdec():
                        num_decoder_layers=12, num_heads=12, decoder_start_token_id=0, pad_token_id=0)
         with torch.device("cuda"):
             m = T5ForConditionalGeneration(cfg)
-        m.train()
-        return m, adamw(m.parameters())
+        return training(m)
 
     def step(state, i, rng):
         m, opt = state
@@ -111,8 +116,7 @@ def mixtral_moe():
                             num_experts_per_tok=2, max_position_embeddings=4096, output_router_logits=True)
         with torch.device("cuda"):
             m = MixtralForCausalLM(cfg)
-        m.train()
-        return m, adamw(m.parameters())
+        return training(m)
 
     def step(state, i, rng):
         m, opt = state
@@ -130,8 +134,7 @@ def vit_fixed():
 
     def build():
         m = timm.create_model("vit_base_patch16_224", pretrained=False, num_classes=1000).cuda()
-        m.train()
-        return m, adamw(m.parameters())
+        return training(m)
 
     def step(state, i, rng):
         m, opt = state
@@ -151,8 +154,7 @@ def resnet_multiscale():
 
     def build():
         m = torchvision.models.resnet50(weights=None).cuda()
-        m.train()
-        return m, adamw(m.parameters())
+        return training(m)
 
     def step(state, i, rng):
         m, opt = state
@@ -172,8 +174,7 @@ def bert_mlm():
     def build():
         with torch.device("cuda"):
             m = BertForMaskedLM(BertConfig())
-        m.train()
-        return m, adamw(m.parameters())
+        return training(m)
 
     def step(state, i, rng):
         m, opt = state
@@ -195,8 +196,7 @@ def qwen_lora():
         with torch.device("cuda"):
             m = Qwen2ForCausalLM(cfg).to(torch.bfloat16)
         m = get_peft_model(m, LoraConfig(r=16, lora_alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
-        m.train()
-        return m, adamw(m.parameters())
+        return training(m)
 
     def step(state, i, rng):
         m, opt = state
@@ -218,8 +218,7 @@ def deberta_mlm():
                               position_buckets=256, pos_att_type=["p2c", "c2p"], position_biased_input=False)
         with torch.device("cuda"):
             m = DebertaV2ForMaskedLM(cfg)
-        m.train()
-        return m, adamw(m.parameters())
+        return training(m)
 
     def step(state, i, rng):
         m, opt = state
@@ -238,8 +237,7 @@ def convnext_multiscale():
     def build():
         m = timm.create_model("convnext_tiny", pretrained=False, num_classes=1000).cuda()
         m = m.to(memory_format=torch.channels_last)
-        m.train()
-        return m, adamw(m.parameters())
+        return training(m)
 
     def step(state, i, rng):
         m, opt = state
@@ -263,8 +261,7 @@ def gpt2_token_budget_ckpt():
             m = GPT2LMHeadModel(cfg)
         m.gradient_checkpointing_enable()
         m.config.use_cache = False
-        m.train()
-        return m, adamw(m.parameters())
+        return training(m)
 
     def step(state, i, rng):
         m, opt = state
@@ -286,8 +283,7 @@ def fasterrcnn_detection():
     def build():
         m = torchvision.models.detection.fasterrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=91,
                                                                    min_size=scales, max_size=1333).cuda()
-        m.train()
-        return m, adamw(m.parameters())
+        return training(m)
 
     def step(state, i, rng):
         m, opt = state
@@ -423,8 +419,7 @@ def unet_aspect_buckets():
 
     def build():
         m = UNet().cuda()
-        m.train()
-        return m, adamw(m.parameters())
+        return training(m)
 
     def step(state, i, rng):
         m, opt = state
@@ -453,8 +448,7 @@ def whisper_seq2seq():
                             max_target_positions=448)
         with torch.device("cuda"):
             m = WhisperForConditionalGeneration(cfg)
-        m.train()
-        return m, adamw(m.parameters())
+        return training(m)
 
     def step(state, i, rng):
         m, opt = state
@@ -475,8 +469,7 @@ def wav2vec2_ctc():
     def build():
         # No SpecAugment time masking: transformers 5.17 indexes the GPU activations with a host mask.
         m = Wav2Vec2ForCTC(Wav2Vec2Config(vocab_size=32, mask_time_prob=0.0)).cuda()
-        m.train()
-        return m, adamw(m.parameters())
+        return training(m)
 
     def step(state, i, rng):
         m, opt = state
@@ -498,8 +491,7 @@ def gpt2_grad_accum():
     def build():
         with torch.device("cuda"):
             m = GPT2LMHeadModel(GPT2Config(n_positions=1024))
-        m.train()
-        return m, adamw(m.parameters())
+        return training(m)
 
     def step(state, i, rng):
         m, opt = state

@@ -57,10 +57,10 @@ func (e *Engine) peakAhead(need uint64) uint64 {
 
 // grow creates n chunks in free arena slots (holes left by EmptyCache first, lowest first, then
 // past the end), the first need of which a request lacks (with the bytes ahead of a new peak,
-// peakAhead), as handles sized by handleParts, and
-// adds them to the loose set. The search for holes starts at holeFrom, below which every hole has
-// been filled, so that a growth after a release near the arena's end does not walk the slots
-// before it. On any driver error everything created by this call is undone.
+// peakAhead), as handles sized by handleParts, and adds them to the loose set. The search for
+// holes starts at holeFrom, below which every hole has been filled, so that a growth after a
+// release near the arena's end does not walk the slots before it. On any driver error everything
+// created by this call is undone.
 func (e *Engine) grow(n, need uint64) error {
 	if !e.seenIteration && e.repeatSeen && e.ctxNext-e.grownAtRequest >= e.grownAtRequest {
 		e.seenIteration = true // unmarked: see seenIteration (engine.go)

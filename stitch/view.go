@@ -330,11 +330,13 @@ type candidate struct {
 // k looked at.
 func (e *Engine) stitchPlan(r uint64) ([]span, uint64) {
 	all := e.stitchReach()
-	if big, ok := e.loose.sizes().max(); all < r && (!ok || big.size() < r) {
+	if all < r {
 		// Past one candidate a plan's reach is its candidates' middles and two ends, which the
 		// index sums; the largest candidate alone may reach further (a plan of one: its whole
 		// range), but no range is larger than the largest loose range.
-		return nil, all
+		if big, ok := e.loose.sizes().max(); !ok || big.size() < r {
+			return nil, all
+		}
 	}
 	cands := e.candBuf[:0]
 	var ends planEnds
