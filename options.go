@@ -46,7 +46,7 @@ func WithHostMemory() Option {
 // WithJobSize scales the allocator to a job whose live memory peaks near bytes: the default host
 // driver's granularity becomes a sixteenth of it (a power of two, at least the page size, at most
 // the 2 MiB default), and the small threshold an eighth of the granularity (at least 512 bytes, at
-// most the 1 MiB default), so that a small page, one chunk, holds at least eight blocks. Without it
+// most the 256 KiB default), so that a small page, one chunk, holds at least eight blocks. Without it
 // a job of a few tens of kilobytes reserves a whole 2 MiB page (see TestSmallJob for the figures). WithGranularity and WithSmallThreshold, when also given, win; CUDA memory keeps
 // the device's granularity.
 func WithJobSize(bytes uint64) Option {
@@ -60,7 +60,7 @@ func WithSmallThreshold(bytes uint64) Option {
 }
 
 // WithSmallPageSize sets the size of the pages small blocks are carved from, rounded up to the
-// granularity (default: twice the small threshold, rounded up).
+// granularity (default: eight times the small threshold, rounded up).
 func WithSmallPageSize(bytes uint64) Option {
 	return func(c *config) { c.engine = append(c.engine, stitch.WithSmallPageSize(bytes)) }
 }

@@ -255,7 +255,7 @@ func (e *Engine) pagesHeld() bool { return e.smallAge.n > 0 || len(e.pages) > 0 
 
 // releasePages flushes every cached small block and gives every empty page back to the loose set.
 func (e *Engine) releasePages() {
-	e.flushUntil(&e.smallAge, ^uint64(0))
+	e.flushSmallPool()
 	e.releaseEmptyPages()
 }
 

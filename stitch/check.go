@@ -90,8 +90,7 @@ func (e *Engine) checkBlocks(c *checker) {
 		if b.size == 0 || b.size%alignment != 0 || b.req > b.size || (b.live && b.req == 0) {
 			c.fail("block %#x: size %d, requested %d", ptr, b.size, b.req)
 		}
-		// Large-pool blocks below the threshold are near-threshold small requests (carveNearThreshold).
-		if b.kind == small && b.size >= e.cfg.smallThreshold || b.kind != small && b.size < min(e.cfg.smallThreshold, e.pageSize/nearThresholdShare) {
+		if b.kind == small && b.size >= e.cfg.smallThreshold || b.kind != small && b.size < e.cfg.smallThreshold {
 			c.fail("block %#x: kind %d with size %d", ptr, b.kind, b.size)
 		}
 		if b.kind != small && b.page != nil {

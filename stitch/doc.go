@@ -81,19 +81,17 @@
 //     and under several views at once (twice in one view when its tail is the first piece and its
 //     head the last); only the bytes blocks own must be disjoint. Several blocks may use disjoint
 //     windows of one view.
-//   - Small blocks (below the small threshold, 1 MiB) are carved from pages (twice the threshold
-//     rounded up to G: 2 MiB by default, one 64 KiB chunk for a 32 KiB threshold over 64 KiB
-//     chunks; WithSmallPageSize sets it), large blocks that the small pool takes where the
+//   - Small blocks (below the small threshold, 256 KiB) are carved from pages (eight times the
+//     threshold rounded up to G: 2 MiB by default, one 64 KiB chunk for an 8 KiB threshold over
+//     64 KiB chunks; WithSmallPageSize sets it), large blocks that the small pool takes where the
 //     followed memo had a page; once large requests' places are remembered (the recent memos,
 //     or unmarked every context), outside all of them, else in new memory grown 16 pages at a
 //     time, all 16 joining the small pool (pageaway.go); else
 //     where a page lay before, else from the lowest free range that holds one (the highest once
 //     iterations are marked, away from the large blocks of new shapes), else from the large pool
 //     like any request (so a page may itself be stitched); small blocks are never stitched. A small
-//     request of at least a quarter page that no page can hold while a quarter of the small pool
-//     is free is carved from the large pool's free memory instead, as a primitive block below
-//     the threshold (small.go): near the threshold, pages fragmented by other sizes would
-//     otherwise keep being added. A page whose
+//     request that no page's free range holds first flushes every cached small block, so that
+//     best fit sees the pool coalesced (flushSmallPool, free.go). A page whose
 //     blocks are all free is given back only when a large request lacks memory that the capacity
 //     does not allow to create: pages given back and made again land elsewhere, and their cached
 //     small blocks are lost.

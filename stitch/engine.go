@@ -196,18 +196,9 @@ type Engine struct {
 	awaySpans []span
 	awayValid bool
 
-	// The small pool's flush heap (free.go): smallHeap, a max-heap by first byte of the cached
-	// small blocks, stale entries among them, flushSmallUntil pops; smallFresh, the small blocks
-	// cached since (cache, smallCached), pushed in at the next small flush; smallHeapStale: both
-	// dropped, the next small flush builds the heap from the age list. Not checked
-	// (TestFlushSmallHeapKept compares the flushes with a heap built afresh each time).
-	smallHeap      []flushCandidate
-	smallFresh     []flushCandidate
-	smallHeapStale bool
-
 	// Scratch buffers, kept for reuse: each holds nothing between the calls that use it.
 	flushBuf  []*block         // flushUnder, matchView
-	flushHeap []flushCandidate // flushUntil's heap; flushSmallUntil's skipped entries
+	flushHeap []flushCandidate // flushUntil's heap
 	candBuf   []candidate      // planFrom
 	looseBuf  []span           // loose ranges in address order, for idleRunsIn
 	segBuf    []idleSeg        // segments of an idle run, for findIdle and idlePlan

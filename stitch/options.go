@@ -11,7 +11,7 @@ type Option func(*config) error
 type config struct {
 	smallThreshold uint64
 	minStitch      uint64
-	smallPage      uint64 // 0: twice the small threshold, rounded up to Granularity
+	smallPage      uint64 // 0: eight times the small threshold, rounded up to Granularity
 	maxViews       int
 	maxViewBytes   uint64 // 0: 16 × arena size
 	capacity       uint64 // 0: what the driver reports
@@ -22,16 +22,17 @@ type config struct {
 	logger         *slog.Logger
 }
 
-// WithSmallThreshold sets the size below which requests come from small pages (default 1 MiB; at
-// most the page size).
+// WithSmallThreshold sets the size below which requests come from small pages (default 256 KiB,
+// DefaultSmallThreshold; at most the page size).
 func WithSmallThreshold(bytes uint64) Option {
 	return func(c *config) error { c.smallThreshold = bytes; return nil }
 }
 
 // WithSmallPageSize sets the size of the pages small blocks are carved from, rounded up to
-// Granularity. The default is twice the small threshold (as PyTorch's 2 MiB segments for requests
-// below 1 MiB), rounded up to Granularity: with the defaults 2 MiB, and with a 32 KiB threshold
-// over 64 KiB chunks one chunk, so that a tiny workload does not strand most of a 2 MiB page.
+// Granularity. The default is eight times the small threshold (PyTorch's 2 MiB segments for the
+// default threshold), rounded up to Granularity: with the defaults 2 MiB, and with an 8 KiB
+// threshold over 64 KiB chunks one chunk, so that a tiny workload does not strand most of a 2 MiB
+// page.
 func WithSmallPageSize(bytes uint64) Option {
 	return func(c *config) error { c.smallPage = bytes; return nil }
 }

@@ -23,7 +23,7 @@ func (e *Engine) emptyCache() error {
 	if err := e.synchronize(); err != nil {
 		return fmt.Errorf("stitch: synchronize before releasing memory: %w", err)
 	}
-	e.flushUntil(&e.smallAge, ^uint64(0))
+	e.flushSmallPool()
 	e.releaseEmptyPages()
 	e.flushUntil(&e.largeAge, ^uint64(0))
 	var errs []error

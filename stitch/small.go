@@ -11,19 +11,15 @@ type page struct {
 }
 
 // allocSmall serves a request below the small threshold: best fit among the pages' free ranges,
-// then after flushing cached small blocks, then (near the threshold) from the large pool's free
-// memory, then from a new page.
+// then the same after flushing every cached small block (flushSmallPool), then from a new page.
 func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 	if b := e.carveSmall(r); b != nil {
 		return b, OutcomeSplit, nil
 	}
-	if e.flushUntil(&e.smallAge, r) {
+	if e.flushSmallPool() {
 		if b := e.carveSmall(r); b != nil {
 			return b, OutcomeSplit, nil
 		}
-	}
-	if b := e.carveNearThreshold(r); b != nil {
-		return b, OutcomeSplit, nil
 	}
 	// A page goes where the followed memo had one; once large requests' places are remembered,
 	// away from them (pageaway.go); else to the lowest free range that holds it (the highest once
@@ -68,21 +64,6 @@ func (e *Engine) addPage(pb *block) {
 	pb.page = p
 	e.pages[p.id] = p
 	e.smallFree.add(span{start: uint64(pb.ptr), end: uint64(pb.ptr) + pb.size, owner: p.id})
-}
-
-// carveNearThreshold serves a small request of at least a quarter page from the large pool's free
-// memory, as a primitive block, when no page has room for it although a quarter of the small pool
-// is free. Such a request takes a large share of any page (near the threshold a page holds two), so
-// the free ranges that small blocks of other sizes leave in the pages soon cannot hold it however
-// many bytes they add up to; a new page for it would be one more page for good, in a place the
-// iteration memos may give large blocks (a run whose small pool creeps by a page or two per cycle
-// of shapes never stops calling the driver). The large pool's best fit takes the shortest free
-// range that holds it, often a piece a stitch could not use. nil when nothing fits.
-func (e *Engine) carveNearThreshold(r uint64) *block {
-	if r < e.pageSize/nearThresholdShare || nearThresholdShare*e.smallFree.bytes < uint64(len(e.pages))*e.pageSize {
-		return nil
-	}
-	return e.carveLarge(r)
 }
 
 // carveSmall takes r bytes from a page: where the last small request of the current context went

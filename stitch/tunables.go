@@ -22,7 +22,7 @@ const (
 	// trace 1.0051 -> 1.0111, ConvNeXt 1.0088 -> 1.0105). Judged on three traces recorded after
 	// (testdata/heldout), 256 KiB against 1 MiB: Whisper-style 1.0076 -> 1.0037, wav2vec 2.0
 	// 1.0097 -> 1.0068, GPT-2 with gradient accumulation 1.0096 -> 1.0102.
-	DefaultSmallThreshold = 1 << 20
+	DefaultSmallThreshold = 256 << 10
 	// DefaultMinStitch: free ranges below it are never stitched (GLake's fragLimit). On the
 	// shared traces a limit of 64 KiB or 1 MiB cost up to 0.4% more memory (WithMinStitch), so
 	// there is none.
@@ -115,8 +115,8 @@ const deficitHeadroomShare = 1024
 // Defaults the options derive from others (New).
 const (
 	// pageThresholds: the default page is this many times the small threshold (rounded up to
-	// Granularity), as PyTorch's 2 MiB segments for requests below 1 MiB.
-	pageThresholds = 2
+	// Granularity): PyTorch's 2 MiB segments at the default threshold.
+	pageThresholds = 8
 	// viewBytesPerArena: the default virtual-byte budget of the views is this many times the
 	// arena. A bound on address space, not a policy: the count budget (DefaultMaxViews) binds first
 	// on every trace.
@@ -163,14 +163,6 @@ const (
 	idleBoundBlocks = 64
 )
 
-// The small pool's flush heap (free.go).
-const (
-	// smallHeapSlack: the heap kept between small flushes, stale entries and those not yet pushed
-	// in included, is dropped and built afresh once it holds this many entries beyond twice the
-	// cached small blocks. A bound on memory, not a policy: it changes no placement.
-	smallHeapSlack = 64
-)
-
 // Stitched views (view.go).
 const (
 	// maxViewScan bounds the views a miss looks through (matchView, findWindow, findIdle), most
@@ -191,11 +183,6 @@ const (
 
 // The small pool (small.go, pageaway.go).
 const (
-	// nearThresholdShare: a small request of at least 1/nearThresholdShare of a page that no page
-	// can hold while 1/nearThresholdShare of the small pool is free is carved from the large pool
-	// instead (carveNearThreshold), so that pages fragmented by other sizes are not added for it.
-	// Measured at 2: no figure moves on the five traces.
-	nearThresholdShare = 4
 	// pageAwayMemos is how many of the most recent memos a new page keeps clear of (pageaway.go).
 	// Measured at 2: llama1b-full marked never settles (1684 calls in the 4th instead of 0), the
 	// GPT-2-XL LoRA trace marked makes 747 calls in the 2nd instead of 338.

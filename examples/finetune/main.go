@@ -53,7 +53,7 @@ type cli struct {
 	Device         string      `default:"auto" enum:"auto,cpu,gpu" help:"Where the measured fine-tuning runs: gpu (on gmlake's GPU memory), cpu, or auto (the GPU when the machine has one)."`
 	Allocator      string      `default:"gmlake" enum:"gmlake,go" help:"Memory for the CPU run: gmlake (stitched host memory) or go (the Go heap)."`
 	Granularity    units.Bytes `default:"0" help:"gmlake's unit of physical memory for the CPU run (0: the host's page size, 4KiB on most machines; 2MiB on a GPU)."`
-	SmallThreshold units.Bytes `default:"0" help:"gmlake serves requests below this from small pages (0: half the granularity, as 1MiB on a GPU)."`
+	SmallThreshold units.Bytes `default:"0" help:"gmlake serves requests below this from small pages (0: an eighth of the granularity, as 256KiB on a GPU)."`
 	MinStitch      units.Bytes `default:"0" help:"gmlake never stitches free pieces below this (0: half the granularity, as 1MiB on a GPU)."`
 	Trace          string      `help:"Write the run's allocation trace to this file (.gz: gzip'd)."`
 	Plot           string      `default:"finetune-memory.png" help:"Write the memory timeline PNG here (empty: none)."`
@@ -89,7 +89,7 @@ func (c *cli) scaleMemory() {
 		c.Granularity = units.Bytes(os.Getpagesize())
 	}
 	if c.SmallThreshold == 0 {
-		c.SmallThreshold = c.Granularity / 2
+		c.SmallThreshold = c.Granularity / 8
 	}
 	if c.MinStitch == 0 {
 		c.MinStitch = c.Granularity / 2
