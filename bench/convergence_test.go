@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/gmlake/gmlake/internal/units"
@@ -98,4 +99,30 @@ func TestConvergedCallsByKindAddUp(t *testing.T) {
 	direct, err := MeasureConvergence(p, spec(t, "direct"), 2)
 	require.NoError(t, err)
 	assert.Nil(t, direct.ConvergedCallsByKind, "direct does not count kinds")
+}
+
+// TestHeldOutTracesConverge replays each held-out trace (testdata/heldout) four times in a row
+// through gmlake as the bench measures it (the simulated device of an H200), with iteration marks
+// and without, and checks that the fourth repetition makes no driver call: the "converged" column
+// of results/bench/RESULTS-heldout.md.
+func TestHeldOutTracesConverge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	names, err := filepath.Glob(filepath.Join("..", "testdata", "heldout", "*.trace.gz"))
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	for _, path := range names {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			tr, err := Load(path)
+			require.NoError(t, err)
+			p, err := Prepare(filepath.Base(path), tr)
+			require.NoError(t, err)
+			for _, alloc := range []string{"gmlake", "gmlake-unmarked"} {
+				c, err := MeasureConvergence(p, spec(t, alloc), 4)
+				require.NoError(t, err)
+				assert.Zero(t, c.ConvergedCallsPerIter, "%s: driver calls per iteration in the fourth repetition", alloc)
+			}
+		})
+	}
 }

@@ -32,7 +32,9 @@ const RecordSize = 3
 //
 // The first byte picks the set-up: capacity (32 or 96 chunks), stitch budget (4 views or the
 // default), events: complete after 0 to 3 queries, or (bits 4 and 5) only when the program says so,
-// and (bit 6) handles that follow the blocks (stitch.WithHandlesFollowBlocks). Then each record of three bytes (op, a, b) is one
+// (bit 6) handles that follow the blocks (stitch.WithHandlesFollowBlocks), and (bit 7) PyTorch's
+// 1 MiB small-pool threshold instead of the default 256 KiB, so that the medium size class lands in
+// the small pool's pages. Then each record of three bytes (op, a, b) is one
 // operation; v = a<<8|b. By op%16: 0-3 alloc on stream 0, 4 on stream 1, 5 on stream 2, with the
 // size class op/16 (small, medium, whole chunks, odd large, big, zero, beyond capacity); 6-9 free
 // the live block v%live; 10 EmptyCache; 11 Reset (when a < 16, else a free); 12 fail the
@@ -62,6 +64,9 @@ func RunProgram(prog []byte, opts ProgramOptions) (int, error) {
 	}
 	if setup&0x40 != 0 {
 		cfg.EngineOptions = append(cfg.EngineOptions, stitch.WithHandlesFollowBlocks())
+	}
+	if setup&0x80 != 0 {
+		cfg.EngineOptions = append(cfg.EngineOptions, stitch.WithSmallThreshold(1<<20))
 	}
 	h, err := NewHarness(cfg)
 	if err != nil {

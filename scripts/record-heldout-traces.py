@@ -507,6 +507,78 @@ def gpt2_grad_accum():
             "each of a length drawn from 128-1024"), build, step
 
 
+def efficientnet_multires():
+    """timm EfficientNet-B0: depthwise convolutions and squeeze-excitation, at four resolutions with the batch scaled."""
+    import timm
+    import torch
+
+    sizes = {192: 96, 224: 72, 256: 56, 288: 44}
+
+    def build():
+        m = timm.create_model("efficientnet_b0", pretrained=False, num_classes=1000).cuda()
+        m = m.to(memory_format=torch.channels_last)
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        s = rng.choice(sorted(sizes))
+        b = sizes[s]
+        x = torch.randn(b, 3, s, s, device="cuda").to(memory_format=torch.channels_last)
+        y = torch.randint(0, 1000, (b,), device="cuda")
+        bf16_step(m, opt, lambda: torch.nn.functional.cross_entropy(m(x), y))
+
+    return ("timm EfficientNet-B0 (5.3M), channels-last, full FT, image side and batch drawn together from "
+            "192/96, 224/72, 256/56, 288/44"), build, step
+
+
+def deeplabv3_crops():
+    """torchvision DeepLabV3 (ResNet-50, dilated) semantic segmentation on random crops of varying size."""
+    import torch
+    import torchvision
+
+    def build():
+        m = torchvision.models.segmentation.deeplabv3_resnet50(weights=None, weights_backbone=None, num_classes=21,
+                                                               aux_loss=True).cuda()
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        h, w = rng.choice([320, 384, 448, 512]), rng.choice([384, 448, 512, 576])
+        x = torch.randn(8, 3, h, w, device="cuda")
+        y = torch.randint(0, 21, (8, h, w), device="cuda")
+
+        def loss():
+            out = m(x)
+            ce = torch.nn.functional.cross_entropy
+            return ce(out["out"], y, ignore_index=255) + 0.4 * ce(out["aux"], y, ignore_index=255)
+
+        bf16_step(m, opt, loss)
+
+    return ("torchvision DeepLabV3 ResNet-50 with the auxiliary head (42M), full FT, batch 8 crops of height "
+            "320-512 and width 384-576 drawn per step"), build, step
+
+
+def distilbert_dynpad():
+    """DistilBERT sequence classification with dynamic padding: batch 32, the batch's longest length drawn per step."""
+    import torch
+    from transformers import DistilBertConfig, DistilBertForSequenceClassification
+
+    def build():
+        with torch.device("cuda"):
+            m = DistilBertForSequenceClassification(DistilBertConfig(num_labels=3))
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        n = rng.choice(range(32, 513, 16))
+        x = torch.randint(0, 30522, (32, n), device="cuda")
+        mask = torch.ones(32, n, dtype=torch.long, device="cuda")
+        y = torch.randint(0, 3, (32,), device="cuda")
+        bf16_step(m, opt, lambda: m(input_ids=x, attention_mask=mask, labels=y).loss)
+
+    return "DistilBERT (67M) sequence classification, full FT, batch 32, padded length drawn from 32-512 in steps of 16", build, step
+
+
 WORKLOADS = {
     "t5base-encdec-full": t5_encdec,
     "mixtral-moe-full": mixtral_moe,
@@ -523,6 +595,9 @@ WORKLOADS = {
     "whisper-seq2seq-full": whisper_seq2seq,
     "wav2vec2-ctc-full": wav2vec2_ctc,
     "gpt2-gradaccum-full": gpt2_grad_accum,
+    "efficientnet-multires-full": efficientnet_multires,
+    "deeplabv3-segcrops-full": deeplabv3_crops,
+    "distilbert-dynpad-full": distilbert_dynpad,
 }
 
 

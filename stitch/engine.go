@@ -182,14 +182,12 @@ type Engine struct {
 	remembered int    // entries in memos, all together
 	// Contexts (repeat.go): a request's context is its size and the live bytes before it, with
 	// the contextWindow-1 requests before it (ctxRing: stepContext). contexts: where the last
-	// large request of each context went (rememberContext, unmarked only); smallContexts: the
-	// first byte the last small request of each context took (carveSmall). Hints: not checked.
+	// large request of each context went (rememberContext, unmarked only). Hints: not checked.
 	// ctxRing and ctxNext are in the first group. repeatSeen: a large request has repeated the
 	// size and context of an earlier one (rememberContext sets it, once; grow reads it), beside
 	// the contexts, whose lines rememberContext touches anyway.
-	repeatSeen    bool
-	contexts      intmap.Map[contextPlace]
-	smallContexts intmap.Map[uint64]
+	repeatSeen bool
+	contexts   intmap.Map[contextPlace]
 	// awaySpans: the places new pages keep away from (rememberedSpans, pageaway.go), kept while
 	// awayValid; forgetAway drops them when the memos, the contexts or the views change. Not
 	// checked (TestRememberedSpansKept compares them with a fresh computation).

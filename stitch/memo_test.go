@@ -138,15 +138,14 @@ func TestMemoConvergesOnTraces(t *testing.T) {
 // TestMemoConvergesOnHeldOutTraces repeats each held-out trace (testdata/heldout: families the
 // engine was not written for) four times with iteration marks: the fourth repetition makes no
 // driver call, with handles sized to the headroom and with handles of one chunk. With marks a
-// request no memo places takes the best-fitting loose range, and on Mixtral-MoE the small pool
-// still needs its contexts (small.go) for that: without them the fourth repetition calls the
-// driver.
+// request no memo places takes the best-fitting loose range, and new pages keep away from the
+// memos' places (pageaway.go).
 func TestMemoConvergesOnHeldOutTraces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
 	names, _ := filepath.Glob(filepath.Join("..", "testdata", "heldout", "*.trace.gz"))
-	require.Len(t, names, 15)
+	require.Len(t, names, 18)
 	for _, path := range names {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			tr, err := trace.ReadFile(path)

@@ -18,22 +18,22 @@ import "math/bits"
 // no live block uses it (flushing what is cached there), an exact match taking the cached block
 // lying there: the placements of the last time the context was seen, as a followed memo gives.
 //
-// Small requests that miss the cache, marked or not, go where the last small request of their
-// context went, when those bytes of its page are free (carveSmall, small.go), so that the small
-// pool's layout repeats too; and pages keep away from the places remembered contexts give large
-// requests (pageaway.go).
+// Small requests are not remembered: a small request that misses the cache and the pages flushes
+// the whole small pool and is carved by best fit (small.go, free.go), which lays the pool out the
+// same way each time the script repeats; pages keep away from the places remembered contexts give
+// large requests (pageaway.go).
 //
 // Measured with gmlake-bench replay --repeat 4 (every iteration of a trace played four times in a
 // row), unmarked, driver calls per iteration in the fourth repetition: 0 on every single-stream
 // trace (the seven shared ones, the six held out, the three gpu-train recorded), all from the
 // third. Without contexts, 0 on none (ViT-B/16, every iteration the same shape: 32.2;
 // llama1b-full 51.9); with contexts for large requests alone, Mixtral-MoE 53.1, the GPT-2-XL LoRA
-// trace of stitch/testdata 25.2 and T5 7.1 (pages lying in remembered places). Without small
-// contexts the small pool drifts: Mixtral-MoE unmarked grows a page in its fourth repetition, the
-// opt1.3b-lora-ckpt-off soak marked one in its third (reliability.TestSoak), and opt1.3b-full's soak
-// unmarked stitches in its third (a 936 KiB block carved where a 1.5 GB request had gone). Cost: a
-// context step per request, a map write per large request and per small request that misses the
-// cache.
+// trace of stitch/testdata 25.2 and T5 7.1 (pages lying in remembered places). Small requests
+// were remembered by context too while a small miss flushed only until one range held it (the
+// pool drifted without them: Mixtral-MoE unmarked grew a page in its fourth repetition); since a
+// miss flushes the whole pool, the 30 traces of make bench replayed four times, marked and
+// unmarked, give the same placements with and without them, and the soak passes without them.
+// Cost: a context step per request, a map write per large request.
 
 // contextPlace is where the last large requests of a context went: the most recent place first,
 // then up to contextPlaces-1 older distinct places of the same size. One place is not enough when

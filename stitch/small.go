@@ -66,24 +66,16 @@ func (e *Engine) addPage(pb *block) {
 	e.smallFree.add(span{start: uint64(pb.ptr), end: uint64(pb.ptr) + pb.size, owner: p.id})
 }
 
-// carveSmall takes r bytes from a page: where the last small request of the current context went
-// if those bytes are free (repeat.go), so that the small pool's layout repeats with its script,
-// marked or not; else from the best-fitting free range of any page.
+// carveSmall takes r bytes from the start of the best-fitting free range of any page (the lowest
+// of the shortest that hold it): the small pool is flushed whole before a page is added
+// (allocSmall), so that best fit lays it out from coalesced ranges and the layout repeats with
+// the script.
 func (e *Engine) carveSmall(r uint64) *block {
-	ctx := e.context()
-	at, ok := e.smallContexts.Get(ctx)
-	if _, free := e.smallFree.containing(at, at+r); !ok || !free {
-		sp, fits := e.smallFree.bestFit(r)
-		if !fits {
-			return nil
-		}
-		if e.smallContexts.Len() >= maxContexts {
-			e.smallContexts.Clear()
-		}
-		at = sp.start
-		e.smallContexts.Put(ctx, at)
+	sp, fits := e.smallFree.bestFit(r)
+	if !fits {
+		return nil
 	}
-	sp, _ := e.smallFree.containing(at, at+r)
+	at := sp.start
 	e.smallFree.take(at, at+r)
 	p := e.pages[sp.owner]
 	p.used += r

@@ -192,12 +192,10 @@ const (
 	// Measured at 2: llama1b-full marked never settles (1684 calls in the 4th instead of 0), the
 	// GPT-2-XL LoRA trace marked makes 747 calls in the 2nd instead of 338.
 	pageAwayMemos = 8
-	// A growth for a page creates pageGrowth pages, or a pageGrowthShare-th of the pages there are
-	// if that is more, all of which join the small pool at once. With a fixed 16 pages a small pool
-	// that creeps grows late (the GPT-2-XL LoRA gpu-train trace marked: 33 calls in the 4th); in
-	// proportion to the pool, every trace makes none from its third repetition.
-	pageGrowth      = 16
-	pageGrowthShare = 8
+	// A growth for a page creates pageGrowth pages, all of which join the small pool at once
+	// (pageaway.go). Measured against an eighth of the pool when that is more: the same
+	// placements on the 30 traces of make bench (replayed four times, marked and unmarked).
+	pageGrowth = 16
 )
 
 // Iteration memos (memo.go).
