@@ -227,15 +227,13 @@ def deberta_mlm():
     return "DeBERTa-v2-style masked LM (disentangled attention, 12 layers, hidden 768, vocabulary 128,100), full FT, batch 16, lengths 64-512, 15% masked", build, step
 
 
-def convnext_multiscale():
-    """timm ConvNeXt-Tiny, channels-last, trained at four image sizes with the batch scaled to keep pixels per step."""
+def timm_multires(arch, sizes, desc):
+    """A timm image classifier, channels-last, trained at image sides drawn per step, each with its batch."""
     import timm
     import torch
 
-    sizes = {160: 96, 192: 64, 224: 48, 256: 36}
-
     def build():
-        m = timm.create_model("convnext_tiny", pretrained=False, num_classes=1000).cuda()
+        m = timm.create_model(arch, pretrained=False, num_classes=1000).cuda()
         m = m.to(memory_format=torch.channels_last)
         return training(m)
 
@@ -247,7 +245,14 @@ def convnext_multiscale():
         y = torch.randint(0, 1000, (b,), device="cuda")
         bf16_step(m, opt, lambda: torch.nn.functional.cross_entropy(m(x), y))
 
-    return "timm ConvNeXt-Tiny (28.6M), channels-last, full FT, image side and batch drawn together from 160/96, 192/64, 224/48, 256/36", build, step
+    return desc, build, step
+
+
+def convnext_multiscale():
+    """timm ConvNeXt-Tiny, channels-last, trained at four image sizes with the batch scaled to keep pixels per step."""
+    return timm_multires("convnext_tiny", {160: 96, 192: 64, 224: 48, 256: 36},
+                         "timm ConvNeXt-Tiny (28.6M), channels-last, full FT, image side and batch drawn together from "
+                         "160/96, 192/64, 224/48, 256/36")
 
 
 def gpt2_token_budget_ckpt():
@@ -509,26 +514,9 @@ def gpt2_grad_accum():
 
 def efficientnet_multires():
     """timm EfficientNet-B0: depthwise convolutions and squeeze-excitation, at four resolutions with the batch scaled."""
-    import timm
-    import torch
-
-    sizes = {192: 96, 224: 72, 256: 56, 288: 44}
-
-    def build():
-        m = timm.create_model("efficientnet_b0", pretrained=False, num_classes=1000).cuda()
-        m = m.to(memory_format=torch.channels_last)
-        return training(m)
-
-    def step(state, i, rng):
-        m, opt = state
-        s = rng.choice(sorted(sizes))
-        b = sizes[s]
-        x = torch.randn(b, 3, s, s, device="cuda").to(memory_format=torch.channels_last)
-        y = torch.randint(0, 1000, (b,), device="cuda")
-        bf16_step(m, opt, lambda: torch.nn.functional.cross_entropy(m(x), y))
-
-    return ("timm EfficientNet-B0 (5.3M), channels-last, full FT, image side and batch drawn together from "
-            "192/96, 224/72, 256/56, 288/44"), build, step
+    return timm_multires("efficientnet_b0", {192: 96, 224: 72, 256: 56, 288: 44},
+                         "timm EfficientNet-B0 (5.3M), channels-last, full FT, image side and batch drawn together from "
+                         "192/96, 224/72, 256/56, 288/44")
 
 
 def deeplabv3_crops():
