@@ -63,7 +63,13 @@ const (
 // capacity is the 2 MiB handles' and the driver times are about twice 8192's. Fixed handles trade
 // capacity for driver time (HANDLES.md, regenerated at 0.4.7): 16 MiB ones cost llama1b-full
 // 1.0120, 64 MiB ones 1.0165, against the default's 1.0037. On the H200 (results/gpu-replay/h200-2026-12-02-headroom.md) the largest warm-up
-// iteration's measured driver time falls 3.0-6.4 x on all 15 replayed traces.
+// iteration's measured driver time falls 3.0-6.4 x on all 15 replayed traces. Handles that also
+// grow with the memory held (the larger of the headroom's share and 1/16 of what is held, at most
+// 1/256 of the headroom; or 1/32 and 1/512, or 1/16 and 1/1024), measured at release 0.4.8 on the
+// 30 traces of make bench (marked): the largest warm-up iterations' driver time summed falls 3.2-3.8
+// x (1923 -> 504-595 ms) and the steady ones' 2.1-3.7 x, but capacity / peak active rises on 12-23
+// traces, its mean 1.0041 -> 1.0062-1.0102 and its largest 1.0105 -> 1.0165-1.0518 (llama1b-full
+// 1.0028 -> 1.0135-1.0162): not taken.
 const (
 	handleHeadroomShare = 8192
 	maxHandleBytes      = 1 << 30
