@@ -26,9 +26,10 @@ const programG = sim.DefaultGranularity
 const RecordSize = 3
 
 // RunProgram decodes prog and runs it on a fresh Harness, verifying after every operation, then
-// closes the engine and checks that the driver holds nothing. It returns the number of operations
-// verified and the first violation: an ErrViolation or ErrLeak error naming the operation (a
-// refused request is not a violation when the refusal is the right one).
+// closes the engine and checks that the driver holds nothing; at most maxProgramOps operations run.
+// It returns the number of operations verified and the first violation: an ErrViolation or
+// ErrLeak error naming the operation (a refused request is not a violation when the refusal is the
+// right one).
 //
 // The first byte picks the set-up: capacity (32 or 96 chunks), stitch budget (4 views or the
 // default), events: complete after 0 to 3 queries, or (bits 4 and 5) only when the program says so,
@@ -74,7 +75,7 @@ func RunProgram(prog []byte, opts ProgramOptions) (int, error) {
 	}
 	p := &program{h: h, opts: opts, capacity: capacity}
 	ops := 0
-	for i := 1; i+RecordSize <= len(prog); i += RecordSize {
+	for i := 1; i+RecordSize <= len(prog) && ops < maxProgramOps; i += RecordSize {
 		desc, err := p.step(prog[i], prog[i+1], prog[i+2])
 		if err == nil {
 			err = h.Verify()
@@ -126,6 +127,12 @@ type scriptOp struct {
 
 // maxScript bounds the operations of an iteration a replay repeats.
 const maxScript = 64
+
+// maxProgramOps bounds the operations a program runs and verifies, replayed ones included; the
+// records past it are not run. Each operation is verified whole (Harness.Verify), so a long input
+// of replays (thousands of records each replaying an iteration) would take seconds, and the fuzzer
+// counts a worker that long silent as hung.
+const maxProgramOps = 4096
 
 func (p *program) step(op, a, b byte) (string, error) {
 	v := uint64(a)<<8 | uint64(b)
