@@ -31,13 +31,13 @@ func TracePrefix(tr *trace.Trace, n int) []Op {
 	return append(ops, Op{Kind: OpEmptyCache})
 }
 
-// StitchHeavy is a synthetic workload for granularity g (the engine's default thresholds: small
-// below 1 MiB, stitch pieces of at least 1 MiB) that reaches every path of the engine: sixteen
-// one-chunk blocks from sixteen driver allocations, every other one freed so that an eight-chunk
-// request is stitched from eight pieces of eight allocations (eight Map calls); exact reuse of that
-// view; odd sizes that stitch with a head and a tail; the small pool; a second and a third stream
-// (events recorded at free, flushes that wait for them); growth combined with free memory;
-// EmptyCache with live blocks, Reset, and growth into the holes EmptyCache left.
+// StitchHeavy is a synthetic workload for granularity g (the engine's default small threshold, 256
+// KiB: of its four "small" requests the 512 and 700 KiB ones are large) that reaches every path of
+// the engine: sixteen one-chunk blocks from sixteen driver allocations, every other one freed so
+// that an eight-chunk request is stitched from eight pieces of eight allocations (eight Map calls);
+// exact reuse of that view; odd sizes that stitch with a head and a tail; the small pool; a second
+// and a third stream (events recorded at free, flushes that wait for them); growth combined with
+// free memory; EmptyCache with live blocks, Reset, and growth into the holes EmptyCache left.
 func StitchHeavy(g uint64) []Op {
 	var sc script
 	alloc, free, do := sc.alloc, sc.free, sc.do
