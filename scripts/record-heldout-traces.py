@@ -567,6 +567,52 @@ def distilbert_dynpad():
     return "DistilBERT (67M) sequence classification, full FT, batch 32, padded length drawn from 32-512 in steps of 16", build, step
 
 
+def swin_fixed():
+    """timm Swin-T at 224x224: shifted-window attention, a fixed shape."""
+    import torch
+
+    def build():
+        import timm
+
+        m = timm.create_model("swin_tiny_patch4_window7_224", pretrained=False, num_classes=1000).cuda()
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        x = torch.randn(64, 3, 224, 224, device="cuda")
+        y = torch.randint(0, 1000, (64,), device="cuda")
+        bf16_step(m, opt, lambda: torch.nn.functional.cross_entropy(m(x), y))
+
+    return "timm Swin-T (28M), full FT, batch 64, 224x224 (fixed shape)", build, step
+
+
+def llama_packed_lora_ckpt():
+    """Llama-style LM, LoRA r=16 on every projection, gradient checkpointing, packed batches of 2 x 2048 tokens."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    def build():
+        cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=16,
+                          num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=2048)
+        with torch.device("cuda"):
+            m = LlamaForCausalLM(cfg).to(torch.bfloat16)
+        m.gradient_checkpointing_enable()
+        m.enable_input_require_grads()
+        m.config.use_cache = False
+        targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+        m = get_peft_model(m, LoraConfig(r=16, lora_alpha=32, target_modules=targets))
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        x = torch.randint(0, 32000, (2, 2048), device="cuda")
+        bf16_step(m, opt, lambda: m(input_ids=x, labels=x).loss)
+
+    return ("Llama-style LM (16 layers, hidden 2048, GQA 16/4), base frozen bf16, LoRA r=16 on every projection, "
+            "gradient checkpointing, packed batches of 2 x 2,048 tokens (fixed shape)"), build, step
+
+
 WORKLOADS = {
     "t5base-encdec-full": t5_encdec,
     "mixtral-moe-full": mixtral_moe,
@@ -586,6 +632,8 @@ WORKLOADS = {
     "efficientnet-multires-full": efficientnet_multires,
     "deeplabv3-segcrops-full": deeplabv3_crops,
     "distilbert-dynpad-full": distilbert_dynpad,
+    "swint-fixed-full": swin_fixed,
+    "llama-packed-lora-ckpt": llama_packed_lora_ckpt,
 }
 
 

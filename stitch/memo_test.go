@@ -145,7 +145,7 @@ func TestMemoConvergesOnHeldOutTraces(t *testing.T) {
 		t.Skip("long")
 	}
 	names, _ := filepath.Glob(filepath.Join("..", "testdata", "heldout", "*.trace.gz"))
-	require.Len(t, names, 18)
+	require.Len(t, names, 20)
 	for _, path := range names {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			tr, err := trace.ReadFile(path)
