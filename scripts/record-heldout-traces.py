@@ -127,13 +127,14 @@ def mixtral_moe():
     return "Mixtral-style mixture of experts (8 experts, top-2, 6 layers, hidden 768), full FT, batch 8, lengths 128-1024", build, step
 
 
-def vit_fixed():
-    """timm ViT-B/16 at 224x224, fixed shape: every iteration is the same."""
-    import timm
+def timm_fixed(arch, desc):
+    """A timm image classifier trained at 224x224, batch 64: every iteration is the same shape."""
     import torch
 
     def build():
-        m = timm.create_model("vit_base_patch16_224", pretrained=False, num_classes=1000).cuda()
+        import timm
+
+        m = timm.create_model(arch, pretrained=False, num_classes=1000).cuda()
         return training(m)
 
     def step(state, i, rng):
@@ -142,7 +143,12 @@ def vit_fixed():
         y = torch.randint(0, 1000, (64,), device="cuda")
         bf16_step(m, opt, lambda: torch.nn.functional.cross_entropy(m(x), y))
 
-    return "timm ViT-B/16 (86M), full FT, batch 64, 224x224 (fixed shape)", build, step
+    return desc, build, step
+
+
+def vit_fixed():
+    """timm ViT-B/16 at 224x224, fixed shape: every iteration is the same."""
+    return timm_fixed("vit_base_patch16_224", "timm ViT-B/16 (86M), full FT, batch 64, 224x224 (fixed shape)")
 
 
 def resnet_multiscale():
@@ -569,21 +575,7 @@ def distilbert_dynpad():
 
 def swin_fixed():
     """timm Swin-T at 224x224: shifted-window attention, a fixed shape."""
-    import torch
-
-    def build():
-        import timm
-
-        m = timm.create_model("swin_tiny_patch4_window7_224", pretrained=False, num_classes=1000).cuda()
-        return training(m)
-
-    def step(state, i, rng):
-        m, opt = state
-        x = torch.randn(64, 3, 224, 224, device="cuda")
-        y = torch.randint(0, 1000, (64,), device="cuda")
-        bf16_step(m, opt, lambda: torch.nn.functional.cross_entropy(m(x), y))
-
-    return "timm Swin-T (28M), full FT, batch 64, 224x224 (fixed shape)", build, step
+    return timm_fixed("swin_tiny_patch4_window7_224", "timm Swin-T (28M), full FT, batch 64, 224x224 (fixed shape)")
 
 
 def llama_packed_lora_ckpt():

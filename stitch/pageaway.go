@@ -21,9 +21,9 @@ import (
 // So a page is placed, in order: where the followed memo had a page (memo.go); at a home of a
 // page's size, in free loose bytes (the highest), both outside every remembered large place (of
 // the last pageAwayMemos memos, or of every context); else in new memory, grown pageGrowth pages
-// at a time, all of which join the small pool at once as pages; and only when the capacity has no room for that, where a large request would go
-// (carvePage, allocLarge). Empty pages go back to the large pool when a large request lacks memory
-// the capacity does not allow to create (small.go).
+// at a time, all of which join the small pool at once as pages; and only when the capacity has no
+// room for that, where a large request would go (carvePage, allocLarge). Empty pages go back to the
+// large pool when a large request lacks memory the capacity does not allow to create (small.go).
 //
 // Measured (every trace's iterations repeated four times, both modes; calls in the fourth
 // repetition): spare pages left loose are taken by large requests and the next page grows again
