@@ -46,7 +46,9 @@ func (e *Engine) checkFreeSet(c *checker, name string, f *freeSet) {
 		c.fail("%s: %d spans by address, %d by size", name, f.byAddr.len(), f.bySize.len())
 	}
 	for _, t := range []*tree{&f.byAddr, &f.bySize} {
-		if s, bad := t.misKeyed(); bad {
+		if s, bad, err := t.misKeyed(); err != nil {
+			c.fail("%s: %v", name, err)
+		} else if bad {
 			c.fail("%s: %+v is keyed out of its place", name, s)
 		}
 	}
@@ -220,7 +222,9 @@ func (e *Engine) checkPhysical(c *checker) {
 	for _, p := range e.pages {
 		large(p.blk, "page")
 	}
-	if s, bad := e.owners.misKeyed(); bad {
+	if s, bad, err := e.owners.misKeyed(); err != nil {
+		c.fail("owner index: %v", err)
+	} else if bad {
 		c.fail("owner index: %+v is keyed out of its place", s)
 	}
 	n := 0

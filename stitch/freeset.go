@@ -1,5 +1,7 @@
 package stitch
 
+import "github.com/gmlake/gmlake/internal/btree"
+
 // freeSet is a set of disjoint free byte ranges, coalesced (two adjacent spans of the same owner are
 // always one span), indexed by address (to coalesce and to answer "is this range free") and by size
 // (for best fit).
@@ -106,34 +108,33 @@ func (f *freeSet) drop(s span) {
 // node's key to s's start, which no other span lies between: the address index changes in place.
 func (f *freeSet) insert(s span) span {
 	f.changes++
-	prev := f.byAddr.floorTreap(s.start)
-	if prev != nil && (prev.Value.s.end != s.start || prev.Value.s.owner != s.owner) {
-		prev = nil
+	prev := f.byAddr.floorAt(s.start)
+	if prev.Valid() && (prev.Value().s.end != s.start || prev.Value().s.owner != s.owner) {
+		prev = btree.Cursor[tnode]{}
 	}
-	next := f.byAddr.ceilTreap(s.end)
-	if next != nil && (next.Value.s.start != s.end || next.Value.s.owner != s.owner) {
-		next = nil
+	next := f.byAddr.ceilAt(s.end)
+	if next.Valid() && (next.Value().s.start != s.end || next.Value().s.owner != s.owner) {
+		next = btree.Cursor[tnode]{}
 	}
 	merged := s
 	switch {
-	case prev != nil && next != nil:
-		p, n := prev.Value.s, next.Value.s
+	case prev.Valid() && next.Valid():
+		p, n := prev.Value().s, next.Value().s
 		merged.start, merged.end = p.start, n.end
 		f.sizeRemove(p)
 		f.sizeRemove(n)
+		*prev.Value() = tnode{s: merged} // before the remove, which may move prev's entry
 		f.byAddr.remove(n)
-		prev.Value = tnode{s: merged}
-	case prev != nil:
-		p := prev.Value.s
+	case prev.Valid():
+		p := prev.Value().s
 		merged.start = p.start
 		f.sizeRemove(p)
-		prev.Value = tnode{s: merged}
-	case next != nil:
-		n := next.Value.s
+		*prev.Value() = tnode{s: merged}
+	case next.Valid():
+		n := next.Value().s
 		merged.end = n.end
 		f.sizeRemove(n)
-		next.Rekey(f.byAddr.key(merged))
-		next.Value = tnode{s: merged}
+		*f.byAddr.rekey(next, merged.start).Value() = tnode{s: merged}
 	default:
 		f.byAddr.insert(s)
 	}
@@ -155,27 +156,26 @@ func (f *freeSet) containing(start, end uint64) (span, bool) {
 // of the address index for what remains of it before start, or moves the node's key to end when
 // only bytes after it remain.
 func (f *freeSet) take(start, end uint64) bool {
-	n := f.byAddr.floorTreap(start)
-	if n == nil || n.Value.s.end < end {
+	n := f.byAddr.floorAt(start)
+	if !n.Valid() || n.Value().s.end < end {
 		return false
 	}
 	f.changes++
-	s := n.Value.s
+	s := n.Value().s
 	f.sizeRemove(s)
 	before := span{start: s.start, end: start, owner: s.owner}
 	after := span{start: end, end: s.end, owner: s.owner}
 	switch {
 	case before.size() > 0 && after.size() > 0:
-		n.Value = tnode{s: before}
+		*n.Value() = tnode{s: before}
 		f.sizeInsert(before)
 		f.byAddr.insert(after)
 		f.sizeInsert(after)
 	case before.size() > 0:
-		n.Value = tnode{s: before}
+		*n.Value() = tnode{s: before}
 		f.sizeInsert(before)
 	case after.size() > 0:
-		n.Rekey(f.byAddr.key(after))
-		n.Value = tnode{s: after}
+		*f.byAddr.rekey(n, after.start).Value() = tnode{s: after}
 		f.sizeInsert(after)
 	default:
 		f.byAddr.remove(s)

@@ -349,9 +349,8 @@ func (e *Engine) uncache(b *block, pieces []span) {
 // delete as well. In the steady iterations of the H200 ResNet-18 loop 57% of the misses flush
 // cached blocks at their place; such a take re-cuts the lowest of them when it is primitive.
 func (e *Engine) recarve(b *block, pos, r uint64) *block {
-	n := e.owners.floorTreap(b.pos)
-	n.Rekey(pos, 0)
-	n.Value.s = span{start: pos, end: pos + r}
+	n := e.owners.rekey(e.owners.floorAt(b.pos), pos)
+	n.Value().s = span{start: pos, end: pos + r}
 	ptr := b.ptr
 	if pos != b.pos {
 		e.blocks.Delete(uint64(b.ptr))

@@ -3,6 +3,7 @@ package stitch
 import (
 	"math"
 
+	"github.com/gmlake/gmlake/internal/btree"
 	"github.com/gmlake/gmlake/internal/treap"
 )
 
@@ -26,21 +27,30 @@ type tnode struct {
 	boundZero bool
 }
 
-// tree is a set of spans ordered by start (byAddr) or by (size, start) (bySize), kept in a treap.
-// Starts are unique within a tree.
+// tree is a set of spans ordered by start (byAddr) or by (size, start) (bySize). Starts are unique
+// within a tree.
+//
+// A tree ordered by address is a B+ tree of wide nodes (internal/btree): the owner index and the
+// free sets' address indexes, which every re-carve of a cached place descends several times with
+// the caches cold on a GPU host (the executor's work between two requests evicts them), so that
+// what a descent costs is the lines it misses one after another, three levels of one or two for
+// thousands of spans. A tree ordered by size is a treap (internal/treap), whose subtree weights
+// the room search needs (ascendHeavy) and which only misses (best fit, the room and stitch
+// indexes) read.
 type tree struct {
+	a      btree.Map[tnode] // the spans of a tree ordered by address, keyed by start
 	t      treap.Tree[tnode]
 	bySize bool
 	// watch, if set, is told of every span inserted and removed: the loose set's size index keeps
 	// the stitch index this way (stitchable.go), since a free set changes its address index in
 	// place but its size index only by insert and remove.
 	watch func(s span, added bool)
-	// weigh, if set, gives each span inserted its weight (treap weights: the room index's bounds,
-	// room.go); spans are weighted 0 without it.
+	// weigh, if set, gives each span inserted in a tree ordered by size its weight (treap
+	// weights: the room index's bounds, room.go); spans are weighted 0 without it.
 	weigh func(s span) uint64
 }
 
-// key is s's place in the tree's order.
+// key is s's place in a tree ordered by size.
 func (t *tree) key(s span) (hi, lo uint64) {
 	if t.bySize {
 		return s.size(), s.start
@@ -49,17 +59,26 @@ func (t *tree) key(s span) (hi, lo uint64) {
 }
 
 // len returns the number of spans.
-func (t *tree) len() int { return t.t.Len() }
+func (t *tree) len() int {
+	if t.bySize {
+		return t.t.Len()
+	}
+	return t.a.Len()
+}
 
 func (t *tree) insert(s span) { t.insertWith(s, nil) }
 
 func (t *tree) insertWith(s span, b *block) {
-	hi, lo := t.key(s)
-	var w uint64
-	if t.weigh != nil {
-		w = t.weigh(s)
+	if t.bySize {
+		var w uint64
+		if t.weigh != nil {
+			w = t.weigh(s)
+		}
+		hi, lo := t.key(s)
+		t.t.Insert(hi, lo, w, tnode{s: s, b: b})
+	} else {
+		t.a.Insert(s.start, tnode{s: s, b: b})
 	}
-	t.t.Insert(hi, lo, w, tnode{s: s, b: b})
 	if t.watch != nil {
 		t.watch(s, true)
 	}
@@ -67,8 +86,12 @@ func (t *tree) insertWith(s span, b *block) {
 
 // insertUnwatched adds s, unweighted, without telling the watcher (a rebuild of what it was told).
 func (t *tree) insertUnwatched(s span) {
-	hi, lo := t.key(s)
-	t.t.Insert(hi, lo, 0, tnode{s: s})
+	if t.bySize {
+		hi, lo := t.key(s)
+		t.t.Insert(hi, lo, 0, tnode{s: s})
+	} else {
+		t.a.Insert(s.start, tnode{s: s})
+	}
 }
 
 // notify tells the watcher, if any, that s was added or removed.
@@ -79,11 +102,19 @@ func (t *tree) notify(s span, added bool) {
 }
 
 // clear empties the tree; its watcher is not told.
-func (t *tree) clear() { t.t.Clear() }
+func (t *tree) clear() {
+	t.t.Clear()
+	t.a.Clear()
+}
 
 // remove deletes the span ordered equal to s; it reports whether there was one.
 func (t *tree) remove(s span) bool {
-	gone := t.t.Delete(t.key(s))
+	var gone bool
+	if t.bySize {
+		gone = t.t.Delete(t.key(s))
+	} else {
+		gone = t.a.Delete(s.start)
+	}
 	if gone && t.watch != nil {
 		t.watch(s, false)
 	}
@@ -92,6 +123,12 @@ func (t *tree) remove(s span) bool {
 
 // ceilNode returns the node of the smallest span not ordered before key, or nil.
 func (t *tree) ceilNode(key span) *tnode {
+	if !t.bySize {
+		if c := t.a.Ceil(key.start); c.Valid() {
+			return c.Value()
+		}
+		return nil
+	}
 	if n := t.t.Ceil(t.key(key)); n != nil {
 		return &n.Value
 	}
@@ -100,19 +137,32 @@ func (t *tree) ceilNode(key span) *tnode {
 
 // floorNode returns the node of the largest span not ordered after key, or nil.
 func (t *tree) floorNode(key span) *tnode {
+	if !t.bySize {
+		if c := t.a.Floor(key.start); c.Valid() {
+			return c.Value()
+		}
+		return nil
+	}
 	if n := t.t.Floor(t.key(key)); n != nil {
 		return &n.Value
 	}
 	return nil
 }
 
-// floorTreap returns the tree node of the last span (of a tree ordered by address) starting at or
-// before start, or nil: for changes in place (its Value, or its key by Rekey).
-func (t *tree) floorTreap(start uint64) *treap.Node[tnode] { return t.t.Floor(start, 0) }
+// floorAt returns the place of the last span (of a tree ordered by address) starting at or before
+// start, invalid if none: for changes in place (its Value, or its start by rekey).
+func (t *tree) floorAt(start uint64) btree.Cursor[tnode] { return t.a.Floor(start) }
 
-// ceilTreap returns the tree node of the first span (of a tree ordered by address) starting at or
-// after start, or nil.
-func (t *tree) ceilTreap(start uint64) *treap.Node[tnode] { return t.t.Ceil(start, 0) }
+// ceilAt returns the place of the first span (of a tree ordered by address) starting at or after
+// start, invalid if none.
+func (t *tree) ceilAt(start uint64) btree.Cursor[tnode] { return t.a.Ceil(start) }
+
+// rekey moves the span at c (of a tree ordered by address) to start, which no other span's start
+// lies between it and its own, and returns its new place, for its Value to be set to the span
+// that now begins there.
+func (t *tree) rekey(c btree.Cursor[tnode], start uint64) btree.Cursor[tnode] {
+	return t.a.Rekey(c, start)
+}
 
 // ceil returns the smallest span not ordered before key.
 func (t *tree) ceil(key span) (span, bool) {
@@ -132,33 +182,22 @@ func (t *tree) floor(key span) (span, bool) {
 
 // overlapping calls fn on the node of every span (of a tree ordered by address, its spans
 // disjoint) that overlaps [start, end), in order, until fn returns false; it reports whether fn
-// never did. fn must not change the tree. A descent for the span starting at or before start,
-// then one for each of the next few spans, then an in-order walk for the rest: most queries (a
-// block's range, a home) meet one or two spans, and for those a descent costs less than the stack
-// of a walk (on the ResNet-18 trace's steady iterations, 5% of the engine's instructions); a walk
-// keeps a long query O(log n + k).
+// never did. fn must not change the tree. One descent, then a step along the leaves per span.
 func (t *tree) overlapping(start, end uint64, fn func(*tnode) bool) bool {
-	n := t.t.Floor(start, 0)
-	if n == nil || n.Value.s.end <= start {
-		n = t.t.Ceil(start, 0) // no span before the range, or it ends short of it
+	c := t.a.Floor(start)
+	switch {
+	case !c.Valid():
+		c = t.a.Min() // no span begins at or before start
+	case c.Value().s.end <= start:
+		c = c.Next() // the span before the range ends short of it
 	}
-	for range overlapDescents {
-		if n == nil || n.Value.s.start >= end {
-			return true
-		}
-		if !fn(&n.Value) {
+	for ; c.Valid() && c.Value().s.start < end; c = c.Next() {
+		if !fn(c.Value()) {
 			return false
 		}
-		n = t.t.Ceil(n.Value.s.start+1, 0)
 	}
-	if n == nil {
-		return true
-	}
-	return t.t.AscendRange(n.Value.s.start, 0, end, 0, func(n *treap.Node[tnode]) bool { return fn(&n.Value) })
+	return true
 }
-
-// overlapDescents is how many spans overlapping finds by a descent each before it walks.
-const overlapDescents = 4
 
 // ownerAt returns the node of the span (of a tree ordered by address, its spans disjoint) that
 // holds byte pos, or nil.
@@ -169,27 +208,23 @@ func (t *tree) ownerAt(pos uint64) *tnode {
 	return nil
 }
 
-// ascend calls fn on the node of every span not ordered before key, in order, until fn returns
-// false. fn must not change the tree. O(log n + k) for k nodes visited.
-func (t *tree) ascend(key span, fn func(*tnode) bool) {
-	hi, lo := t.key(key)
-	t.t.AscendRange(hi, lo, ^uint64(0), ^uint64(0), func(n *treap.Node[tnode]) bool { return fn(&n.Value) })
-}
-
-// ascendHeavy is ascend over only the nodes whose weight is at least atLeast(), which fn may raise
-// (never lower) as it goes; subtrees whose weights are all below it are passed over unseen.
+// ascendHeavy is an ascent (of a tree ordered by size) from key over only the nodes whose weight
+// is at least atLeast(), which fn may raise (never lower) as it goes; subtrees whose weights are
+// all below it are passed over unseen.
 func (t *tree) ascendHeavy(key span, atLeast func() uint64, fn func(*tnode) bool) {
 	hi, lo := t.key(key)
 	t.t.AscendHeavy(hi, lo, atLeast, func(n *treap.Node[tnode]) bool { return fn(&n.Value) })
 }
 
-// reweigh sets the weight of the span ordered equal to s; it reports whether there was one.
+// reweigh sets the weight of the span ordered equal to s (in a tree ordered by size); it reports
+// whether there was one.
 func (t *tree) reweigh(s span, w uint64) bool {
 	hi, lo := t.key(s)
 	return t.t.Reweigh(hi, lo, w)
 }
 
-// weight returns the weight of the span ordered equal to s, and whether there is one.
+// weight returns the weight of the span ordered equal to s (in a tree ordered by size), and
+// whether there is one.
 func (t *tree) weight(s span) (uint64, bool) {
 	hi, lo := t.key(s)
 	if n := t.t.Ceil(hi, lo); n != nil {
@@ -202,6 +237,12 @@ func (t *tree) weight(s span) (uint64, bool) {
 
 // max returns the last span in order.
 func (t *tree) max() (span, bool) {
+	if !t.bySize {
+		if c := t.a.Max(); c.Valid() {
+			return c.Value().s, true
+		}
+		return span{}, false
+	}
 	if n := t.t.Max(); n != nil {
 		return n.Value.s, true
 	}
@@ -210,16 +251,36 @@ func (t *tree) max() (span, bool) {
 
 // walk calls fn on every span in order until fn returns false.
 func (t *tree) walk(fn func(span) bool) {
-	t.t.Ascend(func(n *treap.Node[tnode]) bool { return fn(n.Value.s) })
+	t.walkNodes(func(n *tnode) bool { return fn(n.s) })
 }
 
 // walkNodes calls fn on every node in order until fn returns false.
+func (t *tree) walkNodes(fn func(*tnode) bool) {
+	if t.bySize {
+		t.t.Ascend(func(n *treap.Node[tnode]) bool { return fn(&n.Value) })
+		return
+	}
+	t.a.Ascend(func(_ uint64, n *tnode) bool { return fn(n) })
+}
+
 // misKeyed returns the first span, in the tree's order, whose node is not keyed by the span's
 // place in that order (key) or is keyed no higher than the node before it; ok is false if there is
-// none. Check's: a span changed in place (recarve) must keep its key in step.
-func (t *tree) misKeyed() (span, bool) {
-	var bad span
-	found, first := false, true
+// none. Check's: a span changed in place (recarve, a free set's merges and takes) must keep its key
+// in step. A tree ordered by address also checks its B+ tree's own invariants (err).
+func (t *tree) misKeyed() (bad span, found bool, err error) {
+	if !t.bySize {
+		if err := t.a.Check(); err != nil {
+			return span{}, false, err
+		}
+		t.a.Ascend(func(k uint64, n *tnode) bool {
+			if k != n.s.start {
+				bad, found = n.s, true
+			}
+			return !found
+		})
+		return bad, found, nil
+	}
+	first := true
 	var lastHi, lastLo uint64
 	t.t.Ascend(func(n *treap.Node[tnode]) bool {
 		hi, lo := n.Key()
@@ -231,11 +292,7 @@ func (t *tree) misKeyed() (span, bool) {
 		first, lastHi, lastLo = false, hi, lo
 		return true
 	})
-	return bad, found
-}
-
-func (t *tree) walkNodes(fn func(*tnode) bool) {
-	t.t.Ascend(func(n *treap.Node[tnode]) bool { return fn(&n.Value) })
+	return bad, found, nil
 }
 
 // largestFirst calls fn on every span of a tree ordered by size, largest first, equal sizes lowest
