@@ -56,20 +56,48 @@ type block struct {
 // request gets the same block whatever order the frees came in.
 type freeList struct {
 	head, tail *block
-	n          int
+	// last is the block pushed last, while it is in the list. A push walks from whichever of the
+	// head, the tail and last lies nearest its block by address: a training loop frees blocks of
+	// one size in runs of neighbours (a layer's activations, a step's gradients), so the next
+	// block's place is often next to the last one's. Blocks read besides the head and the tail per
+	// push, in the steady iterations of three repetitions: the H200 ResNet-18 loop 0.54 from the
+	// head, 0.22 from the nearer end, 0.11 from the nearest of the three; ResNet-50 1.9, 1.03, 0.31;
+	// llama1b-full (repeated twice) 11.6 or more, 4.6, 2.4. Each is a cache miss on a GPU host.
+	last *block
+	n    int
 }
 
 func (l *freeList) push(b *block) {
 	// Address order: the lowest block is reused first, whatever the order of frees. A block above
 	// every other goes last at once (frees often come in address order: a layer's blocks, freed
 	// in the order they were carved).
-	var prev *block
-	at, first := l.head, b.physStart()
-	if l.tail != nil && l.tail.physStart() < first {
-		prev, at = l.tail, nil
-	}
-	for at != nil && at.physStart() < first {
-		prev, at = at, at.next
+	first := b.physStart()
+	var prev, at *block // b goes between them
+	switch {
+	case l.tail == nil || l.tail.physStart() < first:
+		prev = l.tail
+	case l.head.physStart() > first:
+		at = l.head
+	default:
+		// Walk from the nearest by address of the head, the tail and the block pushed last.
+		from, gap := l.head, first-l.head.physStart()
+		if d := l.tail.physStart() - first; d < gap {
+			from, gap = l.tail, d
+		}
+		if f := l.last; f != nil && max(f.physStart(), first)-min(f.physStart(), first) < gap {
+			from = f
+		}
+		if from.physStart() < first {
+			prev, at = from, from.next
+			for at.physStart() < first { // the tail is above first
+				prev, at = at, at.next
+			}
+		} else {
+			prev, at = from.prev, from
+			for prev.physStart() > first { // the head is below first
+				prev, at = prev.prev, prev
+			}
+		}
 	}
 	b.prev, b.next = prev, at
 	if prev != nil {
@@ -82,6 +110,7 @@ func (l *freeList) push(b *block) {
 	} else {
 		l.tail = b
 	}
+	l.last = b
 	l.n++
 }
 
@@ -105,6 +134,9 @@ func (b *block) firstByte() uint64 {
 }
 
 func (l *freeList) unlink(b *block) {
+	if l.last == b {
+		l.last = nil
+	}
 	if b.prev != nil {
 		b.prev.next = b.next
 	} else {
