@@ -62,7 +62,7 @@ type freeList struct {
 	// block's place is often next to the last one's. Blocks read besides the head and the tail per
 	// push, in the steady iterations of three repetitions: the H200 ResNet-18 loop 0.54 from the
 	// head, 0.22 from the nearer end, 0.11 from the nearest of the three; ResNet-50 1.9, 1.03, 0.31;
-	// llama1b-full (repeated twice) 11.6 or more, 4.6, 2.4. Each is a cache miss on a GPU host.
+	// llama1b-full (repeated twice) 5.1 or more, 4.6, 2.4. Each is a cache miss on a GPU host.
 	last *block
 	n    int
 }
