@@ -108,11 +108,12 @@ func (f *freeSet) drop(s span) {
 // node's key to s's start, which no other span lies between: the address index changes in place.
 func (f *freeSet) insert(s span) span {
 	f.changes++
-	prev := f.byAddr.floorAt(s.start)
+	// s overlaps no span, so the span after the one before s is the first at or past s.end.
+	before := f.byAddr.floorAt(s.start)
+	prev, next := before, f.byAddr.after(before)
 	if prev.Valid() && (prev.Value().s.end != s.start || prev.Value().s.owner != s.owner) {
 		prev = btree.Cursor[tnode]{}
 	}
-	next := f.byAddr.ceilAt(s.end)
 	if next.Valid() && (next.Value().s.start != s.end || next.Value().s.owner != s.owner) {
 		next = btree.Cursor[tnode]{}
 	}
@@ -136,7 +137,7 @@ func (f *freeSet) insert(s span) span {
 		f.sizeRemove(n)
 		*f.byAddr.rekey(next, merged.start).Value() = tnode{s: merged}
 	default:
-		f.byAddr.insert(s)
+		f.byAddr.insertAfter(before, s)
 	}
 	f.sizeInsert(merged)
 	f.bytes += s.size()
@@ -169,7 +170,7 @@ func (f *freeSet) take(start, end uint64) bool {
 	case before.size() > 0 && after.size() > 0:
 		*n.Value() = tnode{s: before}
 		f.sizeInsert(before)
-		f.byAddr.insert(after)
+		f.byAddr.insertAfter(n, after)
 		f.sizeInsert(after)
 	case before.size() > 0:
 		*n.Value() = tnode{s: before}

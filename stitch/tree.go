@@ -153,9 +153,23 @@ func (t *tree) floorNode(key span) *tnode {
 // start, invalid if none: for changes in place (its Value, or its start by rekey).
 func (t *tree) floorAt(start uint64) btree.Cursor[tnode] { return t.a.Floor(start) }
 
-// ceilAt returns the place of the first span (of a tree ordered by address) starting at or after
-// start, invalid if none.
-func (t *tree) ceilAt(start uint64) btree.Cursor[tnode] { return t.a.Ceil(start) }
+// after returns the place of the span after c's (of a tree ordered by address), or of the first
+// span if c is invalid: the ceiling of any byte in the gap after c's span, without a descent.
+func (t *tree) after(c btree.Cursor[tnode]) btree.Cursor[tnode] {
+	if c.Valid() {
+		return c.Next()
+	}
+	return t.a.Min()
+}
+
+// insertAfter adds s to a tree ordered by address, told c, the place of the last span starting
+// before s (invalid if none): without a descent where c's leaf has room. Its watcher is told.
+func (t *tree) insertAfter(c btree.Cursor[tnode], s span) {
+	t.a.InsertAfter(c, s.start, tnode{s: s})
+	if t.watch != nil {
+		t.watch(s, true)
+	}
+}
 
 // rekey moves the span at c (of a tree ordered by address) to start, which no other span's start
 // lies between it and its own, and returns its new place, for its Value to be set to the span

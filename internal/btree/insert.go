@@ -23,6 +23,23 @@ func (m *Map[V]) Insert(k uint64, v V) bool {
 	return true
 }
 
+// InsertAfter is Insert of a key k that the map does not hold, told c, the cursor at the entry of
+// the largest key below k (invalid if none): where c's leaf holds the entry after c's and has
+// room, k goes between them without a descent. It returns the cursor at k's entry.
+func (m *Map[V]) InsertAfter(c Cursor[V], k uint64, v V) Cursor[V] {
+	l, i := c.l, c.i+1
+	if l == nil { // below every key: the first leaf's lower bound is open
+		l, i = m.first, 0
+	}
+	if l != nil && i < l.n && l.n < fanout && (i == 0 || l.keys[i-1] < k) && k < l.keys[i] {
+		l.insertAt(i, k, v)
+		m.len++
+		return Cursor[V]{l, i}
+	}
+	m.Insert(k, v)
+	return m.Get(k)
+}
+
 // insertAt puts (k, v) at index i of l, which has room.
 func (l *leaf[V]) insertAt(i int, k uint64, v V) {
 	copy(l.keys[i+1:l.n+1], l.keys[i:l.n])

@@ -211,3 +211,29 @@ func TestCheckFindsBrokenOrder(t *testing.T) {
 	c.l.keys[c.i] = 500 // out of order, as a wrong Rekey would leave it
 	assert.Error(t, m.Check())
 }
+
+// TestInsertAfterAgreesWithInsert inserts keys next to their floors, in leaves full and not, at
+// the front of the map and past the end of a leaf, and checks the structure after each.
+func TestInsertAfterAgreesWithInsert(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	var m Map[int]
+	r := &model{vals: map[uint64]int{}}
+	for step := range 5000 {
+		k := rng.Uint64N(1 << 20)
+		if _, found := slices.BinarySearch(r.keys, k); found || len(r.keys) > 200 && rng.IntN(2) == 0 {
+			if !found { // a held key: deletes leave the leaves' bounds below their lowest keys
+				k = r.keys[rng.IntN(len(r.keys))]
+			}
+			require.True(t, m.Delete(k))
+			r.del(k)
+		} else {
+			c := m.InsertAfter(m.Floor(k), k, step)
+			r.set(k, step)
+			require.Equal(t, k, c.Key())
+			require.Equal(t, step, *c.Value())
+		}
+		require.NoError(t, m.Check(), "step %d", step)
+		require.Equal(t, len(r.keys), m.Len())
+		agreeAt(t, &m, r, rng.Uint64N(1<<20))
+	}
+}
