@@ -7,8 +7,8 @@
 // the cache lines it misses one after the other. A treap descent misses one line per level, each
 // load depending on the one before (17 levels at 5,000 spans). A node here holds its keys in one
 // array of fanout words, four adjacent lines that a linear scan reads with loads the processor
-// issues together, so a lookup costs about one miss latency per level: three levels for tens of
-// thousands of spans.
+// issues together, so a lookup costs about one miss latency per level: three levels up to ten
+// thousand spans or more (nodes are a quarter to wholly full).
 //
 // Why not github.com/google/btree (a dependency of the bench's metered driver): its nodes keep
 // their items in slices, one more dependent load per level, and compare through a function value,

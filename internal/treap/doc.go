@@ -3,8 +3,9 @@
 // expectation) keyed by a pair of integers (hi, lo), compared hi first.
 //
 // Keys are plain integers rather than a comparison function so that every comparison on the
-// search paths is inlined: the stitching engine orders free ranges by (size, start) and by
-// (start, 0), the caching allocator by (size, address), the first-fit arena by (offset, 0).
+// search paths is inlined: the stitching engine orders free ranges by (size, start) (its address
+// orders are a B+ tree, internal/btree), the caching allocator by (size, address), the first-fit
+// arena by (offset, 0).
 //
 // Each node also carries a weight, and every subtree knows its largest weight, so "the first node
 // in key order whose weight is at least w" takes O(log n): a first-fit search by address for a
