@@ -37,17 +37,20 @@ func TestFreeListOrder(t *testing.T) {
 			}
 			var l freeList
 			in := map[*block]bool{}
+			var members []*block // in the order pushed, for a choice that is the same every run
 			for _, i := range order(rng, n) {
-				l.push(blocks[i])
 				b := blocks[i]
-				b.list = &l
+				l.push(b)
 				in[b] = true
-				if rng.IntN(3) == 0 { // take a random member out, as a reuse or a flush does
-					for x := range in {
-						l.unlink(x)
-						delete(in, x)
-						break
+				members = append(members, b)
+				if k := rng.IntN(4); k < 2 { // take a member out, as a reuse or a flush does
+					j := len(members) - 1 // the block just pushed: the list's last
+					if k == 1 {
+						j = rng.IntN(len(members))
 					}
+					l.unlink(members[j])
+					delete(in, members[j])
+					members = slices.Delete(members, j, j+1)
 				}
 				checkFreeList(t, &l, in)
 			}
