@@ -99,7 +99,8 @@
 // Every physical byte is, at any moment, in exactly one of: a live block (a page counts as live
 // while the small pool holds it); a cached block, freed and kept whole for a request of its exact
 // size on its stream; the loose set, coalesced free ranges indexed by address and by size. An
-// owner index maps arena ranges to the large blocks holding them.
+// owner index maps arena ranges to the large blocks holding them. The address indexes are B+ trees
+// of wide nodes and the size indexes treaps (tree.go says why).
 //
 // # The layout core
 //
