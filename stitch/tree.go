@@ -50,13 +50,8 @@ type tree struct {
 	weigh func(s span) uint64
 }
 
-// key is s's place in a tree ordered by size.
-func (t *tree) key(s span) (hi, lo uint64) {
-	if t.bySize {
-		return s.size(), s.start
-	}
-	return s.start, 0
-}
+// key is s's place in a tree ordered by size (a tree ordered by address is keyed by s.start).
+func (t *tree) key(s span) (hi, lo uint64) { return s.size(), s.start }
 
 // len returns the number of spans.
 func (t *tree) len() int {
@@ -84,14 +79,11 @@ func (t *tree) insertWith(s span, b *block) {
 	}
 }
 
-// insertUnwatched adds s, unweighted, without telling the watcher (a rebuild of what it was told).
+// insertUnwatched adds s, unweighted, to a tree ordered by size without telling the watcher (a
+// rebuild of what it was told: freeSet.sizes).
 func (t *tree) insertUnwatched(s span) {
-	if t.bySize {
-		hi, lo := t.key(s)
-		t.t.Insert(hi, lo, 0, tnode{s: s})
-	} else {
-		t.a.Insert(s.start, tnode{s: s})
-	}
+	hi, lo := t.key(s)
+	t.t.Insert(hi, lo, 0, tnode{s: s})
 }
 
 // notify tells the watcher, if any, that s was added or removed.
