@@ -31,8 +31,7 @@ type block struct {
 
 	roomLive  bool   // live as the room index has it: syncRoom, releaseLarge. Check: checkRoom
 	roomQueue bool   // in Engine.roomQueue, so roomLive may differ from live: roomChanged, syncRoom. Check: checkRoom
-	older     *block // in the pool's age list (ageList.pushNewest, unlink). Check: checkBlocks
-	newer     *block
+	aged      uint64 // the stamp of its entry in its pool's age list while cached there, else 0 (ageList). Check: checkBlocks
 
 	ptr    uintptr // what Alloc returned; the key in Engine.blocks. Set when made
 	stream Stream  // the stream it serves: allocSlow. Check: checkBlocks (its free list's stream)
@@ -49,7 +48,7 @@ type block struct {
 
 	// To 192 bytes, a size class whose objects begin on a cache line, so that the first line
 	// above is one line (TestBlockLayout).
-	_ [48]byte
+	_ [56]byte
 }
 
 // freeList holds cached blocks of one size on one stream, lowest physical address first, so that a
@@ -64,7 +63,11 @@ type freeList struct {
 	// head, 0.22 from the nearer end, 0.11 from the nearest of the three; ResNet-50 1.9, 1.03, 0.31;
 	// llama1b-full (repeated twice) 5.1 or more, 4.6, 2.4. Each is a cache miss on a GPU host.
 	last *block
-	n    int
+	// headAt, tailAt and lastAt are the first bytes (physStart) of head, tail and last, kept here
+	// so that a push chooses where its block goes without reading those blocks: a push at either
+	// end, or next to last, then reads no block but the one it links to.
+	headAt, tailAt, lastAt uint64
+	n                      int
 }
 
 func (l *freeList) push(b *block) {
@@ -74,20 +77,20 @@ func (l *freeList) push(b *block) {
 	first := b.physStart()
 	var prev, at *block // b goes between them
 	switch {
-	case l.tail == nil || l.tail.physStart() < first:
+	case l.tail == nil || l.tailAt < first:
 		prev = l.tail
-	case l.head.physStart() > first:
+	case l.headAt > first:
 		at = l.head
 	default:
 		// Walk from the nearest by address of the head, the tail and the block pushed last.
-		from, gap := l.head, first-l.head.physStart()
-		if d := l.tail.physStart() - first; d < gap {
-			from, gap = l.tail, d
+		from, fromAt, gap := l.head, l.headAt, first-l.headAt
+		if d := l.tailAt - first; d < gap {
+			from, fromAt, gap = l.tail, l.tailAt, d
 		}
-		if f := l.last; f != nil && max(f.physStart(), first)-min(f.physStart(), first) < gap {
-			from = f
+		if l.last != nil && max(l.lastAt, first)-min(l.lastAt, first) < gap {
+			from, fromAt = l.last, l.lastAt
 		}
-		if from.physStart() < first {
+		if fromAt < first {
 			prev, at = from, from.next
 			for at.physStart() < first { // the tail is above first
 				prev, at = at, at.next
@@ -103,14 +106,14 @@ func (l *freeList) push(b *block) {
 	if prev != nil {
 		prev.next = b
 	} else {
-		l.head = b
+		l.head, l.headAt = b, first
 	}
 	if at != nil {
 		at.prev = b
 	} else {
-		l.tail = b
+		l.tail, l.tailAt = b, first
 	}
-	l.last = b
+	l.last, l.lastAt = b, first
 	l.n++
 }
 
@@ -139,52 +142,85 @@ func (l *freeList) unlink(b *block) {
 	}
 	if b.prev != nil {
 		b.prev.next = b.next
-	} else {
-		l.head = b.next
+	} else if l.head = b.next; l.head != nil {
+		l.headAt = l.head.physStart()
 	}
 	if b.next != nil {
 		b.next.prev = b.prev
-	} else {
-		l.tail = b.prev
+	} else if l.tail = b.prev; l.tail != nil {
+		l.tailAt = l.tail.physStart()
 	}
 	b.next, b.prev = nil, nil
 	l.n--
 }
 
 // ageList holds the cached blocks of one pool (large or small) in order of free: the set that
-// flushing and Close walk.
+// flushing, the idle-reach bound and Close walk. A block joins as an entry appended with a stamp
+// no other entry of either pool has (Engine.ageStamp), which the block keeps (block.aged) while
+// it is in the set; it leaves by clearing its stamp, and its entry stays behind, stale. So a free
+// writes no other block and an exact match or a flush none either, where a doubly linked list
+// wrote the neighbours on both sides, each a cache line the executor's work has evicted on a GPU
+// host. Stale entries are dropped by compact, once they outnumber the blocks by more than
+// ageSlack, and skipped by every walk.
 type ageList struct {
-	oldest, newest *block
-	n              int
-	bytes          uint64
+	entries []ageEntry // oldest first; stale ones among them
+	n       int        // blocks in the set
 }
 
-func (a *ageList) pushNewest(b *block) {
-	b.newer, b.older = nil, a.newest
-	if a.newest != nil {
-		a.newest.newer = b
-	} else {
-		a.oldest = b
+// ageEntry is a block's place in an age list, current while the block's aged is its stamp.
+type ageEntry struct {
+	b     *block
+	stamp uint64
+}
+
+// ageSlack: the stale entries an age list keeps beyond its blocks before compact drops them, so
+// that compacting, a walk of every entry, comes once per as many frees.
+const ageSlack = 1024
+
+// pushNewest adds b with stamp, one that no entry of any age list has had.
+func (a *ageList) pushNewest(b *block, stamp uint64) {
+	if len(a.entries) >= 2*a.n+ageSlack {
+		a.compact()
 	}
-	a.newest = b
+	b.aged = stamp
+	a.entries = append(a.entries, ageEntry{b: b, stamp: stamp})
 	a.n++
-	a.bytes += b.size
 }
 
 func (a *ageList) unlink(b *block) {
-	if b.older != nil {
-		b.older.newer = b.newer
-	} else {
-		a.oldest = b.newer
-	}
-	if b.newer != nil {
-		b.newer.older = b.older
-	} else {
-		a.newest = b.older
-	}
-	b.older, b.newer = nil, nil
+	b.aged = 0
 	a.n--
-	a.bytes -= b.size
+}
+
+// compact drops the stale entries.
+func (a *ageList) compact() {
+	keep := a.entries[:0]
+	for _, x := range a.entries {
+		if x.b.aged == x.stamp {
+			keep = append(keep, x)
+		}
+	}
+	clear(a.entries[len(keep):])
+	a.entries = keep
+}
+
+// bytes is the sum of the blocks' sizes: a walk, for the rare caller (out of memory, logs).
+func (a *ageList) bytes() uint64 {
+	var n uint64
+	for b := range a.all {
+		n += b.size
+	}
+	return n
+}
+
+// all yields the blocks of the set, oldest first. A block may leave the set while the walk is at
+// it (a flush); one that joins during the walk is not yielded.
+func (a *ageList) all(yield func(*block) bool) {
+	for _, x := range a.entries[:len(a.entries):len(a.entries)] {
+		if x.b.aged == x.stamp && !yield(x.b) {
+			return
+		}
+	}
 }
 
 // sizeLists maps a rounded size to its free list, for one stream. It is read on every request

@@ -20,7 +20,7 @@ func TestBlockLayout(t *testing.T) {
 		"size":  unsafe.Offsetof(b.size) + unsafe.Sizeof(b.size),
 		"req":   unsafe.Offsetof(b.req) + unsafe.Sizeof(b.req),
 		"live":  unsafe.Offsetof(b.live) + unsafe.Sizeof(b.live),
-		"older": unsafe.Offsetof(b.older) + unsafe.Sizeof(b.older),
+		"aged":  unsafe.Offsetof(b.aged) + unsafe.Sizeof(b.aged),
 	} {
 		assert.LessOrEqual(t, end, uintptr(64), "block.%s ends past the first cache line", name)
 	}

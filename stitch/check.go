@@ -98,6 +98,9 @@ func (e *Engine) checkBlocks(c *checker) {
 		if b.kind != small && b.page != nil {
 			c.fail("block %#x: a page in the pointer index", ptr)
 		}
+		if b.physStart() != b.firstByte() {
+			c.fail("block %#x: its first byte is kept as %#x, it lies at %#x", ptr, b.physStart(), b.firstByte())
+		}
 		if b.live {
 			live += b.req
 			liveN++
@@ -113,22 +116,23 @@ func (e *Engine) checkBlocks(c *checker) {
 	}
 	inAge := 0
 	for _, age := range []*ageList{&e.largeAge, &e.smallAge} {
-		n, bytes := 0, uint64(0)
-		for b := age.oldest; b != nil; b = b.newer {
+		n := 0
+		for b := range age.all {
 			n++
-			bytes += b.size
 			if !cached[b] {
 				c.fail("age list holds %#x, which is not a cached block", b.ptr)
 			}
 			if (b.kind == small) != (age == &e.smallAge) {
 				c.fail("cached block %#x in the wrong age list", b.ptr)
 			}
-			if b.newer == nil && age.newest != b {
-				c.fail("age list ends at %#x, newest is another", b.ptr)
-			}
 		}
-		if n != age.n || bytes != age.bytes {
-			c.fail("age list: %d blocks of %d bytes, counts say %d of %d", n, bytes, age.n, age.bytes)
+		if n != age.n {
+			c.fail("age list: %d blocks, its count says %d", n, age.n)
+		}
+		for _, x := range age.entries {
+			if x.stamp > e.ageStamp {
+				c.fail("age list entry of %#x has stamp %d, past the last given, %d", x.b.ptr, x.stamp, e.ageStamp)
+			}
 		}
 		inAge += n
 	}
@@ -149,9 +153,6 @@ func (e *Engine) checkBlocks(c *checker) {
 				if b.next != nil && b.next.prev != b {
 					c.fail("free list links broken at %#x", b.ptr)
 				}
-				if b.physStart() != b.firstByte() {
-					c.fail("cached block %#x: its first byte is kept as %#x, it lies at %#x", b.ptr, b.physStart(), b.firstByte())
-				}
 				if b.next != nil && b.next.physStart() <= b.physStart() {
 					c.fail("free list (%d bytes, stream %d) out of address order at %#x", size, s, b.ptr)
 				}
@@ -161,6 +162,10 @@ func (e *Engine) checkBlocks(c *checker) {
 			}
 			if l.tail != last {
 				c.fail("free list (%d bytes, stream %d): its tail is not its last block", size, s)
+			}
+			if l.head != nil && (l.headAt != l.head.physStart() || l.tailAt != l.tail.physStart()) ||
+				l.last != nil && l.lastAt != l.last.physStart() {
+				c.fail("free list (%d bytes, stream %d): the first bytes it keeps of its head, tail or last block are stale", size, s)
 			}
 			inLists += n
 		}

@@ -105,7 +105,7 @@ func TestHomeListOrder(t *testing.T) {
 		if step%5 == 0 {
 			off = uint64(rng.IntN(16)) << 20 // a few homes used again and again
 		}
-		e.rememberHome(&block{kind: primitive, pos: off, size: size})
+		e.rememberHome(&block{kind: primitive, pos: off, first: off, size: size})
 		h := home{off: off}
 		if i := slices.Index(want, h); i >= 0 {
 			want = slices.Delete(want, i, i+1)

@@ -351,7 +351,7 @@ func (e *Engine) idleReachBound() (uint64, bool) {
 		tail = t.size()
 	}
 	runs := e.runBuf[:0]
-	for b := e.largeAge.oldest; b != nil; b = b.newer {
+	for b := range e.largeAge.all {
 		if !e.idle(b) {
 			continue // in no run
 		}

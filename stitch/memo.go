@@ -309,9 +309,14 @@ func (e *Engine) followed(r uint64) (home, bool) {
 	return m[s.cursor].at, true
 }
 
-// place is where large block b lies, as a home.
+// place is where large block b lies, as a home. A primitive block's is read from its first
+// cache line (first, which is pos): the exact-match path compares and records the places of the
+// blocks it hands out, and reads nothing else of their second lines.
 func (b *block) place() home {
-	if b.kind == stitched {
+	switch b.kind {
+	case primitive:
+		return home{off: b.first}
+	case stitched:
 		return home{v: b.view, off: b.voff}
 	}
 	return home{off: b.pos}
