@@ -127,7 +127,10 @@ func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, err
 	if b.size == r {
 		b.list = l // the list it is cached in when freed, looked up already
 	}
-	e.blocks.Put(uint64(b.ptr), b)
+	if !b.indexed { // a re-carved block is indexed already (recarve)
+		e.blocks.Put(uint64(b.ptr), b)
+		b.indexed = true
+	}
 	e.markLive(b, size)
 	e.outcomes[out]++
 	return b.ptr, nil

@@ -31,6 +31,7 @@ type block struct {
 
 	roomLive  bool   // live as the room index has it: syncRoom, releaseLarge. Check: checkRoom
 	roomQueue bool   // in Engine.roomQueue, so roomLive may differ from live: roomChanged, syncRoom. Check: checkRoom
+	indexed   bool   // in Engine.blocks (allocSlow, recarve; addPage takes a page out). Check: checkBlocks, checkPages
 	aged      uint64 // the stamp of its entry in its pool's age list while cached there, else 0 (ageList). Check: checkBlocks
 
 	ptr    uintptr // what Alloc returned; the key in Engine.blocks. Set when made

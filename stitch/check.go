@@ -101,6 +101,9 @@ func (e *Engine) checkBlocks(c *checker) {
 		if b.physStart() != b.firstByte() {
 			c.fail("block %#x: its first byte is kept as %#x, it lies at %#x", ptr, b.physStart(), b.firstByte())
 		}
+		if !b.indexed {
+			c.fail("block %#x in the pointer index is not marked indexed", ptr)
+		}
 		if b.live {
 			live += b.req
 			liveN++
@@ -398,7 +401,7 @@ func (e *Engine) checkPages(c *checker) {
 		}
 	}
 	for id, p := range e.pages {
-		if p.id != id || p.blk == nil || p.blk.page != p || p.blk.size != e.pageSize || p.blk.live != true {
+		if p.id != id || p.blk == nil || p.blk.page != p || p.blk.size != e.pageSize || p.blk.live != true || p.blk.indexed {
 			c.fail("page %d: malformed", id)
 			continue
 		}

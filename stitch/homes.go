@@ -344,9 +344,9 @@ func (e *Engine) uncache(b *block, pieces []span) {
 // the new span in place: its key moves from b's first byte to pos, which keeps the index's order,
 // since b was the lowest block at the home and no other block lies between its first byte and
 // the home's. b is then a new block (a new serial: homes that saw it see another block), under a
-// new pointer if pos is not where it began. A re-carve saves the owner index a delete and an
-// insert, each a descent that is cold on a GPU host; where b began at pos it saves Engine.blocks a
-// delete as well. In the steady iterations of the H200 ResNet-18 loop 57% of the misses flush
+// new pointer if pos is not where it began, and stays in Engine.blocks (indexed). A re-carve saves
+// the owner index a delete and an insert, each a descent that is cold on a GPU host; where b began
+// at pos it saves Engine.blocks a delete and an insert as well. In the steady iterations of the H200 ResNet-18 loop 57% of the misses flush
 // cached blocks at their place; such a take re-cuts the lowest of them when it is primitive.
 func (e *Engine) recarve(b *block, pos, r uint64) *block {
 	n := e.owners.rekey(e.owners.floorAt(b.pos), pos)
@@ -358,7 +358,7 @@ func (e *Engine) recarve(b *block, pos, r uint64) *block {
 		e.blocks.Put(uint64(ptr), b)
 	}
 	e.serials++
-	*b = block{ptr: ptr, size: r, kind: primitive, pos: pos, serial: e.serials, first: pos, roomQueue: b.roomQueue}
+	*b = block{ptr: ptr, size: r, kind: primitive, pos: pos, serial: e.serials, first: pos, roomQueue: b.roomQueue, indexed: true}
 	return b
 }
 

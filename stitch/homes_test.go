@@ -272,7 +272,10 @@ func liveTaken(t *testing.T, e *Engine, b *block, r uint64) *block {
 	t.Helper()
 	require.NotNil(t, b)
 	b.stream = 0
-	e.blocks.Put(uint64(b.ptr), b)
+	if !b.indexed {
+		e.blocks.Put(uint64(b.ptr), b)
+		b.indexed = true
+	}
 	e.markLive(b, r)
 	require.NoError(t, e.Check())
 	return b
@@ -327,10 +330,7 @@ func TestPlaceUnderListsStitchedBlockOnce(t *testing.T) {
 	assert.ElementsMatch(t, []*block{s, y}, under, "each cached block once")
 	b := e.takeHomeOver(h, 24*mib, under, true)
 	require.NotNil(t, b)
-	b.stream = 0
-	e.blocks.Put(uint64(b.ptr), b)
-	e.markLive(b, 24*mib)
-	require.NoError(t, e.Check())
+	liveTaken(t, e, b, 24*mib)
 	require.NoError(t, e.Free(b.ptr, 24*mib))
 	require.NoError(t, e.Check())
 }

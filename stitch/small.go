@@ -55,8 +55,9 @@ func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
 // it leaves the pointer index, where a take that re-carved a cached block at its place kept it
 // (recarve).
 func (e *Engine) addPage(pb *block) {
-	if e.blocks.At(uint64(pb.ptr)) == pb {
+	if pb.indexed {
 		e.blocks.Delete(uint64(pb.ptr))
+		pb.indexed = false
 	}
 	e.nextPageID++
 	p := &page{id: e.nextPageID, blk: pb}

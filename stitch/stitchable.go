@@ -61,10 +61,13 @@ func (e *Engine) candidateOf(s span) (candidate, bool) {
 }
 
 // looseChanged counts loose span s in the stitch index (added) or takes it out; a span added
-// lowers the bound of the rooms it lies in (roomLoosened).
+// is queued to lower the bound of the rooms it lies in (lowerLoosened).
 func (e *Engine) looseChanged(s span, added bool) {
 	if added {
-		e.roomLoosened(s)
+		if len(e.loosened) == loosenedBound {
+			e.lowerLoosened()
+		}
+		e.loosened = append(e.loosened, s)
 	}
 	x := &e.stitchable
 	if x.stale {
