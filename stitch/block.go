@@ -66,9 +66,25 @@ type freeList struct {
 	last *block
 	// headAt, tailAt and lastAt are the first bytes (physStart) of head, tail and last, kept here
 	// so that a push chooses where its block goes without reading those blocks: a push at either
-	// end, or next to last, then reads no block but the one it links to.
+	// end, or next to last, reads no block but the one it links to. An unlink that makes a new
+	// head or tail does not read it either: it marks the end's first byte unknown (headKnown,
+	// tailKnown false), and the next push that needs it reads it (ends), as it would have read
+	// the block anyway. An exact match takes the head, so most unlinks change it.
 	headAt, tailAt, lastAt uint64
+	headKnown, tailKnown   bool
 	n                      int
+}
+
+// ends returns the first bytes of the list's head and tail (a list with blocks), reading the
+// blocks only for an end whose first byte an unlink left unknown.
+func (l *freeList) ends() (head, tail uint64) {
+	if !l.headKnown {
+		l.headAt, l.headKnown = l.head.physStart(), true
+	}
+	if !l.tailKnown {
+		l.tailAt, l.tailKnown = l.tail.physStart(), true
+	}
+	return l.headAt, l.tailAt
 }
 
 func (l *freeList) push(b *block) {
@@ -77,16 +93,20 @@ func (l *freeList) push(b *block) {
 	// in the order they were carved).
 	first := b.physStart()
 	var prev, at *block // b goes between them
+	var headAt, tailAt uint64
+	if l.tail != nil {
+		headAt, tailAt = l.ends()
+	}
 	switch {
-	case l.tail == nil || l.tailAt < first:
+	case l.tail == nil || tailAt < first:
 		prev = l.tail
-	case l.headAt > first:
+	case headAt > first:
 		at = l.head
 	default:
 		// Walk from the nearest by address of the head, the tail and the block pushed last.
-		from, fromAt, gap := l.head, l.headAt, first-l.headAt
-		if d := l.tailAt - first; d < gap {
-			from, fromAt, gap = l.tail, l.tailAt, d
+		from, fromAt, gap := l.head, headAt, first-headAt
+		if d := tailAt - first; d < gap {
+			from, fromAt, gap = l.tail, tailAt, d
 		}
 		if l.last != nil && max(l.lastAt, first)-min(l.lastAt, first) < gap {
 			from, fromAt = l.last, l.lastAt
@@ -107,12 +127,12 @@ func (l *freeList) push(b *block) {
 	if prev != nil {
 		prev.next = b
 	} else {
-		l.head, l.headAt = b, first
+		l.head, l.headAt, l.headKnown = b, first, true
 	}
 	if at != nil {
 		at.prev = b
 	} else {
-		l.tail, l.tailAt = b, first
+		l.tail, l.tailAt, l.tailKnown = b, first, true
 	}
 	l.last, l.lastAt = b, first
 	l.n++
@@ -143,13 +163,13 @@ func (l *freeList) unlink(b *block) {
 	}
 	if b.prev != nil {
 		b.prev.next = b.next
-	} else if l.head = b.next; l.head != nil {
-		l.headAt = l.head.physStart()
+	} else {
+		l.head, l.headKnown = b.next, false
 	}
 	if b.next != nil {
 		b.next.prev = b.prev
-	} else if l.tail = b.prev; l.tail != nil {
-		l.tailAt = l.tail.physStart()
+	} else {
+		l.tail, l.tailKnown = b.prev, false
 	}
 	b.next, b.prev = nil, nil
 	l.n--

@@ -166,7 +166,7 @@ func (e *Engine) checkBlocks(c *checker) {
 			if l.tail != last {
 				c.fail("free list (%d bytes, stream %d): its tail is not its last block", size, s)
 			}
-			if l.head != nil && (l.headAt != l.head.physStart() || l.tailAt != l.tail.physStart()) ||
+			if l.head != nil && (l.headKnown && l.headAt != l.head.physStart() || l.tailKnown && l.tailAt != l.tail.physStart()) ||
 				l.last != nil && l.lastAt != l.last.physStart() {
 				c.fail("free list (%d bytes, stream %d): the first bytes it keeps of its head, tail or last block are stale", size, s)
 			}

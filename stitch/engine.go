@@ -131,12 +131,12 @@ type Engine struct {
 	// room: the offsets no live large block owns, coalesced (room.go): occupy and vacate, from
 	// syncRoom and releaseLarge. roomQueue (in the first group): blocks whose liveness changed
 	// since (roomChanged appends, syncRoom empties). roomSerial: serials when syncRoom last ran (a
-	// queued block of a later serial is new to the bounds). loosened: loose ranges added since the
-	// bounds were last lowered for them (looseChanged appends, lowerLoosened empties). Check:
-	// checkRoom.
+	// queued block of a later serial is new to the bounds). roomHint: the last room roomLoosened
+	// found whose bound is 0, valid while the room index has not changed since (freeSet.changes).
+	// Check: checkRoom.
 	room       *freeSet
 	roomSerial uint64
-	loosened   []span
+	roomHint   roomHint
 	// blocks, largeAge, smallAge and the hot stream's free lists are in the first group.
 	otherLists map[Stream]*sizeLists // the free lists of the other streams (see hotLists)
 	spare      *block                // recycled block structs, linked through next: newBlock, recycle

@@ -23,6 +23,8 @@ type freeSet struct {
 	bySize tree   // read through sizes
 	bytes  uint64 // sum of span sizes
 
+	changes uint64 // spans added, removed or changed so far (roomHint)
+
 	lazySize  bool // the size index is kept lazily
 	sizeLag   int  // changes to the size index since it was last read
 	sizeStale bool // the size index is dropped (empty) until sizes rebuilds it
@@ -87,12 +89,14 @@ func (f *freeSet) sizeChanged() {
 func (f *freeSet) len() int { return f.byAddr.len() }
 
 func (f *freeSet) add(s span) {
+	f.changes++
 	f.byAddr.insert(s)
 	f.sizeInsert(s)
 	f.bytes += s.size()
 }
 
 func (f *freeSet) drop(s span) {
+	f.changes++
 	f.byAddr.remove(s)
 	f.sizeRemove(s)
 	f.bytes -= s.size()
@@ -103,6 +107,7 @@ func (f *freeSet) drop(s span) {
 // address index (its start, the key, does not change) and one with the neighbour after moves that
 // node's key to s's start, which no other span lies between: the address index changes in place.
 func (f *freeSet) insert(s span) span {
+	f.changes++
 	// s overlaps no span, so the span after the one before s is the first at or past s.end.
 	before := f.byAddr.floorAt(s.start)
 	prev, next := before, f.byAddr.after(before)
@@ -156,6 +161,7 @@ func (f *freeSet) take(start, end uint64) bool {
 	if !n.Valid() || n.Value().s.end < end {
 		return false
 	}
+	f.changes++
 	s := n.Value().s
 	f.sizeRemove(s)
 	before := span{start: s.start, end: start, owner: s.owner}

@@ -191,7 +191,7 @@ func (e *Engine) Close() error {
 	e.arenaSize = 0
 	e.blocks.Clear()
 	e.pages, e.views, e.allocs, e.slots = nil, nil, nil, nil
-	e.loose, e.smallFree, e.owners, e.room, e.roomQueue, e.loosened = e.newLoose(), newFreeSet(), tree{}, e.newRoom(), nil, nil
+	e.loose, e.smallFree, e.owners, e.room, e.roomQueue = e.newLoose(), newFreeSet(), tree{}, e.newRoom(), nil
 	e.largeAge, e.smallAge = ageList{}, ageList{}
 	e.hotLists.Clear()
 	e.otherLists = nil

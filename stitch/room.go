@@ -1,9 +1,7 @@
 package stitch
 
 import (
-	"cmp"
 	"math"
-	"slices"
 
 	"github.com/gmlake/gmlake/internal/treap"
 )
@@ -28,8 +26,8 @@ import (
 // live one the index has yet to take out too), and 0 as well past roomBoundBlocks blocks, so that
 // working it out costs O(log n). It is worked out when the span joins the size index, with the
 // blocks and loose ranges as they are then. Later, only new loose bytes (roomLoosened sets it to
-// 0 when the bounds are next read, lowerLoosened; a room at 0 already is noted so, tnode.boundZero)
-// and new blocks can lower it: flushing a cached block
+// 0; a room at 0 already is noted so, tnode.boundZero, and the one it last found, roomHint, costs
+// no lookup while the index is unchanged) and new blocks can lower it: flushing a cached block
 // turns its bytes loose, and a block made
 // since the last syncRoom (over a flushed block's bytes, say, which never turned loose) that is
 // cached when syncRoom sees it lowers its rooms' bounds to its size (roomCached). A block already
@@ -80,21 +78,38 @@ func (e *Engine) roomBound(s span, limit int, skip func(*block) bool) uint64 {
 	return bound
 }
 
-// roomLoosened lowers to 0 the bound of every room span that loose range s overlaps. zero is the
-// room the last call lowered (or found at 0), for a walk that lowers many in address order and
-// changes no room meanwhile: a range inside it costs no lookup.
-func (e *Engine) roomLoosened(s span, zero *span) {
-	if zero.start <= s.start && s.end <= zero.end {
+// roomHint is a room span whose bound is 0, as roomLoosened last found it, and the room index's
+// change count then: while the count is the same the span is still a room and its bound still 0
+// (a bound rises only when its room changes), so new loose bytes inside it change nothing and
+// cost no lookup. In the steady iterations of a training loop the rooms change only when
+// syncRoom runs, and every flushed block's rest lands in a room already bounded by 0.
+type roomHint struct {
+	in      *freeSet // the room index it was found in (Reset makes a new one)
+	changes uint64
+	s       span
+}
+
+// roomLoosened lowers to 0 the bound of every room span that loose range s, just added to the
+// loose set, overlaps.
+func (e *Engine) roomLoosened(s span) {
+	h := &e.roomHint
+	if h.in == e.room && h.changes == e.room.changes && h.s.start <= s.start && s.end <= h.s.end {
 		return
 	}
+	rooms := 0
+	var last span
 	e.room.byAddr.overlapping(s.start, s.end, func(n *tnode) bool {
 		if !n.boundZero {
 			e.room.bySize.reweigh(n.s, math.MaxUint64)
 			n.boundZero = true
 		}
-		*zero = n.s
+		rooms++
+		last = n.s
 		return true
 	})
+	if rooms == 1 {
+		*h = roomHint{in: e.room, changes: e.room.changes, s: last}
+	}
 }
 
 // roomChanged queues large block b, whose liveness is changing, for syncRoom.
@@ -128,35 +143,6 @@ func (e *Engine) syncRoom() {
 	clear(e.roomQueue)
 	e.roomQueue = e.roomQueue[:0]
 	e.roomSerial = e.serials
-	e.lowerLoosened()
-}
-
-// lowerLoosened lowers to 0 the bound of every room span that holds bytes of the loose set that
-// a range added since the last call covers (roomLoosened): where loose bytes were added and still
-// are. Only findIdle and idlePlan read the bounds, each after syncRoom, which calls this; until
-// then a room's bound may be above what its new loose bytes allow (checkRoomBounds allows it),
-// and the steady iterations of a training loop, which add loose ranges on most misses (a re-cut
-// block's rest) and search idle windows on few, pay an append rather than a descent of the room
-// index, cold on a GPU host. The ranges are taken in address order, so that neighbours find their
-// room in the nodes the last one read, or in the room it lowered.
-func (e *Engine) lowerLoosened() {
-	if len(e.loosened) == 0 {
-		return
-	}
-	slices.SortFunc(e.loosened, func(a, b span) int { return cmp.Compare(a.start, b.start) })
-	var zero span
-	for _, q := range e.loosened {
-		e.loose.byAddr.overlapping(q.start, q.end, func(n *tnode) bool {
-			e.roomLoosened(span{start: max(n.s.start, q.start), end: min(n.s.end, q.end)}, &zero)
-			return true
-		})
-	}
-	e.loosened = e.loosened[:0]
-}
-
-// loosenedOver reports whether a loose range queued for lowerLoosened overlaps s.
-func (e *Engine) loosenedOver(s span) bool {
-	return slices.ContainsFunc(e.loosened, func(l span) bool { return l.start < s.end && s.start < l.end })
 }
 
 // roomCached lowers the bound of every room span holding bytes of cached block b to b's size.
@@ -218,7 +204,7 @@ func (e *Engine) checkRoomBounds(c *checker) {
 	pending := func(b *block) bool { return b.roomQueue && b.serial > e.roomSerial }
 	e.room.bySize.t.Ascend(func(n *treap.Node[tnode]) bool {
 		s := n.Value.s
-		if got, want := math.MaxUint64-n.Weight(), e.roomBound(s, math.MaxInt, pending); got > want && !e.loosenedOver(s) {
+		if got, want := math.MaxUint64-n.Weight(), e.roomBound(s, math.MaxInt, pending); got > want {
 			c.fail("room index: %+v is bounded by %d cached bytes, but a window there may flush %d", s, got, want)
 		}
 		return true

@@ -61,13 +61,10 @@ func (e *Engine) candidateOf(s span) (candidate, bool) {
 }
 
 // looseChanged counts loose span s in the stitch index (added) or takes it out; a span added
-// is queued to lower the bound of the rooms it lies in (lowerLoosened).
+// lowers the bound of the rooms it lies in (roomLoosened).
 func (e *Engine) looseChanged(s span, added bool) {
 	if added {
-		if len(e.loosened) == loosenedBound {
-			e.lowerLoosened()
-		}
-		e.loosened = append(e.loosened, s)
+		e.roomLoosened(s)
 	}
 	x := &e.stitchable
 	if x.stale {

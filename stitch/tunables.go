@@ -151,11 +151,6 @@ const (
 	// that the queue's memory stays proportional to the blocks. A bound on memory, not a policy:
 	// it changes no placement.
 	roomQueueBound = 1024
-	// loosenedBound: loose ranges queued for lowerLoosened, at most, before a range added lowers
-	// the queue's bounds at once, so that the queue's memory stays bounded when no idle search
-	// comes. A bound on memory: what it changes is only how many rooms whose loose bytes were
-	// taken again since are still at 0 when searched (a bound too low is still a bound).
-	loosenedBound = 4096
 	// maxRoomScan bounds the room spans findIdle looks through: the smallest that hold the
 	// request, of those whose bound (room.go) leaves them a chance against the best window found,
 	// so that a miss costs O(maxRoomScan · log n) however many holes n live blocks leave. The
