@@ -186,6 +186,7 @@ func (l *freeList) unlink(b *block) {
 type ageList struct {
 	entries []ageEntry // oldest first; stale ones among them
 	n       int        // blocks in the set
+	bytes   uint64     // their sizes' sum
 }
 
 // ageEntry is a block's place in an age list, current while the block's aged is its stamp.
@@ -206,11 +207,13 @@ func (a *ageList) pushNewest(b *block, stamp uint64) {
 	b.aged = stamp
 	a.entries = append(a.entries, ageEntry{b: b, stamp: stamp})
 	a.n++
+	a.bytes += b.size
 }
 
 func (a *ageList) unlink(b *block) {
 	b.aged = 0
 	a.n--
+	a.bytes -= b.size
 }
 
 // compact drops the stale entries.
@@ -223,15 +226,6 @@ func (a *ageList) compact() {
 	}
 	clear(a.entries[len(keep):])
 	a.entries = keep
-}
-
-// bytes is the sum of the blocks' sizes: a walk, for the rare caller (out of memory, logs).
-func (a *ageList) bytes() uint64 {
-	var n uint64
-	for b := range a.all {
-		n += b.size
-	}
-	return n
 }
 
 // all yields the blocks of the set, oldest first. A block may leave the set while the walk is at

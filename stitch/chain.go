@@ -272,6 +272,6 @@ func (e *Engine) logGrowth(r, reach uint64) {
 		return true
 	})
 	e.log.Debug("stitch: growing", "bytes", r, "reach", reach, "loose_bytes", e.loose.bytes, "loose_ranges", e.loose.len(),
-		"inside_one_handle", sliver, "large_cached", e.largeAge.bytes(), "small_free", e.smallFree.bytes, "small_cached", e.smallAge.bytes(), "pages", len(e.pages),
+		"inside_one_handle", sliver, "large_cached", e.largeAge.bytes, "small_free", e.smallFree.bytes, "small_cached", e.smallAge.bytes, "pages", len(e.pages),
 		"live", e.live, "reserved", e.reserved)
 }

@@ -119,9 +119,10 @@ func (e *Engine) checkBlocks(c *checker) {
 	}
 	inAge := 0
 	for _, age := range []*ageList{&e.largeAge, &e.smallAge} {
-		n := 0
+		n, bytes := 0, uint64(0)
 		for b := range age.all {
 			n++
+			bytes += b.size
 			if !cached[b] {
 				c.fail("age list holds %#x, which is not a cached block", b.ptr)
 			}
@@ -129,8 +130,8 @@ func (e *Engine) checkBlocks(c *checker) {
 				c.fail("cached block %#x in the wrong age list", b.ptr)
 			}
 		}
-		if n != age.n {
-			c.fail("age list: %d blocks, its count says %d", n, age.n)
+		if n != age.n || bytes != age.bytes {
+			c.fail("age list: %d blocks of %d bytes, counts say %d of %d", n, bytes, age.n, age.bytes)
 		}
 		for _, x := range age.entries {
 			if x.stamp > e.ageStamp {

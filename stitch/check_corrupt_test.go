@@ -164,6 +164,7 @@ func TestCheckReportsEveryCorruption(t *testing.T) {
 			e.liveBlocks++
 		}, "is in a free list"},
 		{"age list count", func(t *testing.T, e *Engine) { e.largeAge.n++ }, "age list:"},
+		{"age list bytes", func(t *testing.T, e *Engine) { e.smallAge.bytes += alignment }, "age list:"},
 		{"age list pool", func(t *testing.T, e *Engine) {
 			for b := range e.smallAge.all {
 				e.smallAge.unlink(b)

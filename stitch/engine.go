@@ -45,8 +45,6 @@ type Engine struct {
 	streamSeen  bool   // hotStream is set (the free lists, below)
 	epoch       uint64 // successful Synchronize calls (synchronize): a block freed before is settled (streams)
 
-	cfg config // the options, fixed at New
-
 	// The free lists: cached blocks by stream and size, lowest address first. hotStream is the
 	// first stream a request used (set once by allocSlow, with streamSeen); its lists need no map
 	// lookup (otherLists holds the others'). cache pushes (listFor makes a list), reuse and flush
@@ -71,6 +69,9 @@ type Engine struct {
 	// iteration stands against the memos.
 	memoCur []memoEntry
 	iter    memoState
+	// cfg: the options, fixed at New. Last in the group: of its fields only the first,
+	// smallThreshold, is read on every request.
+	cfg config
 
 	drv counted // the driver, with its calls counted (calls.go)
 	log *slog.Logger

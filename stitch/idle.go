@@ -92,6 +92,9 @@ func windowCost(segs []idleSeg, start, end uint64) uint64 {
 // 814 and 1,788 ms against 783 and 1,771) and the same memory (capacity / peak active: 10 traces
 // lower without the views, 6 higher, each within 0.003).
 func (e *Engine) findIdle(r uint64) (idleWindow, bool) {
+	if e.loose.bytes+e.largeAge.bytes < r {
+		return idleWindow{}, false // an idle window is loose bytes and cached large blocks
+	}
 	best, found := e.arenaIdle(r, true)
 	if found {
 		return best, true

@@ -39,6 +39,30 @@ func TestFindIdleViewsExact(t *testing.T) {
 	}
 }
 
+// TestFindWindowExact checks, through the workloads of TestRoomRunBoundsViewIdleRuns, that
+// findWindow, which gives up when the loose set holds fewer bytes than the request, finds the run
+// of loose bytes in a view that a walk of every view finds, for requests up to all the loose bytes.
+func TestFindWindowExact(t *testing.T) {
+	const mib = 1 << 20
+	near := 0 // windows found with fewer than twice their bytes loose
+	randomLargeWorkload(t, 1, func(e *Engine, step int) {
+		half := (e.loose.bytes/2 + alignment) &^ (alignment - 1)
+		for _, r := range []uint64{mib / 2, mib, 3 * mib, 8 * mib, half, e.loose.bytes &^ (alignment - 1), e.loose.bytes + alignment} {
+			if r == 0 {
+				continue
+			}
+			wv, woff := e.scanWindows(r)
+			v, off := e.findWindow(r)
+			require.Equal(t, wv, v, "step %d: window of %d bytes, %d loose", step, r, e.loose.bytes)
+			require.Equal(t, woff, off, "step %d: window of %d bytes", step, r)
+			if v != nil && e.loose.bytes < 2*r {
+				near++
+			}
+		}
+	})
+	require.Positive(t, near, "no window was found with fewer than twice its bytes loose")
+}
+
 // exhaustiveIdle is findIdle without its filters: the arena's best window, else the views'.
 func exhaustiveIdle(e *Engine, r uint64) (idleWindow, bool) {
 	best, found := e.arenaIdle(r, false)
