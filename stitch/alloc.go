@@ -315,7 +315,7 @@ func (e *Engine) outOfMemory(r uint64, cause error) *OutOfMemoryError {
 	largest, _ := e.loose.largest()
 	_, reach := e.stitchPlan(^uint64(0))
 	free := e.loose.bytes + e.largeAge.bytes + e.smallFree.bytes + e.smallAge.bytes
-	for b := range e.largeAge.all {
+	for b := e.largeAge.oldest; b != nil; b = b.newer {
 		largest.end = max(largest.end, largest.start+b.size)
 	}
 	return &OutOfMemoryError{

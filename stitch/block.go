@@ -32,7 +32,8 @@ type block struct {
 	roomLive  bool   // live as the room index has it: syncRoom, releaseLarge. Check: checkRoom
 	roomQueue bool   // in Engine.roomQueue, so roomLive may differ from live: roomChanged, syncRoom. Check: checkRoom
 	indexed   bool   // in Engine.blocks (allocSlow, recarve; addPage takes a page out). Check: checkBlocks, checkPages
-	aged      uint64 // the stamp of its entry in its pool's age list while cached there, else 0 (ageList). Check: checkBlocks
+	older     *block // in the pool's age list (ageList.pushNewest, unlink). Check: checkBlocks
+	newer     *block
 
 	ptr    uintptr // what Alloc returned; the key in Engine.blocks. Set when made
 	stream Stream  // the stream it serves: allocSlow. Check: checkBlocks (its free list's stream)
@@ -49,7 +50,7 @@ type block struct {
 
 	// To 192 bytes, a size class whose objects begin on a cache line, so that the first line
 	// above is one line (TestBlockLayout).
-	_ [56]byte
+	_ [48]byte
 }
 
 // freeList holds cached blocks of one size on one stream, lowest physical address first, so that a
@@ -64,27 +65,7 @@ type freeList struct {
 	// head, 0.22 from the nearer end, 0.11 from the nearest of the three; ResNet-50 1.9, 1.03, 0.31;
 	// llama1b-full (repeated twice) 5.1 or more, 4.6, 2.4. Each is a cache miss on a GPU host.
 	last *block
-	// headAt, tailAt and lastAt are the first bytes (physStart) of head, tail and last, kept here
-	// so that a push chooses where its block goes without reading those blocks: a push at either
-	// end, or next to last, reads no block but the one it links to. An unlink that makes a new
-	// head or tail does not read it either: it marks the end's first byte unknown (headKnown,
-	// tailKnown false), and the next push that needs it reads it (ends), as it would have read
-	// the block anyway. An exact match takes the head, so most unlinks change it.
-	headAt, tailAt, lastAt uint64
-	headKnown, tailKnown   bool
-	n                      int
-}
-
-// ends returns the first bytes of the list's head and tail (a list with blocks), reading the
-// blocks only for an end whose first byte an unlink left unknown.
-func (l *freeList) ends() (head, tail uint64) {
-	if !l.headKnown {
-		l.headAt, l.headKnown = l.head.physStart(), true
-	}
-	if !l.tailKnown {
-		l.tailAt, l.tailKnown = l.tail.physStart(), true
-	}
-	return l.headAt, l.tailAt
+	n    int
 }
 
 func (l *freeList) push(b *block) {
@@ -93,25 +74,21 @@ func (l *freeList) push(b *block) {
 	// in the order they were carved).
 	first := b.physStart()
 	var prev, at *block // b goes between them
-	var headAt, tailAt uint64
-	if l.tail != nil {
-		headAt, tailAt = l.ends()
-	}
 	switch {
-	case l.tail == nil || tailAt < first:
+	case l.tail == nil || l.tail.physStart() < first:
 		prev = l.tail
-	case headAt > first:
+	case l.head.physStart() > first:
 		at = l.head
 	default:
 		// Walk from the nearest by address of the head, the tail and the block pushed last.
-		from, fromAt, gap := l.head, headAt, first-headAt
-		if d := tailAt - first; d < gap {
-			from, fromAt, gap = l.tail, tailAt, d
+		from, gap := l.head, first-l.head.physStart()
+		if d := l.tail.physStart() - first; d < gap {
+			from, gap = l.tail, d
 		}
-		if l.last != nil && max(l.lastAt, first)-min(l.lastAt, first) < gap {
-			from, fromAt = l.last, l.lastAt
+		if f := l.last; f != nil && max(f.physStart(), first)-min(f.physStart(), first) < gap {
+			from = f
 		}
-		if fromAt < first {
+		if from.physStart() < first {
 			prev, at = from, from.next
 			for at.physStart() < first { // the tail is above first
 				prev, at = at, at.next
@@ -127,14 +104,14 @@ func (l *freeList) push(b *block) {
 	if prev != nil {
 		prev.next = b
 	} else {
-		l.head, l.headAt, l.headKnown = b, first, true
+		l.head = b
 	}
 	if at != nil {
 		at.prev = b
 	} else {
-		l.tail, l.tailAt, l.tailKnown = b, first, true
+		l.tail = b
 	}
-	l.last, l.lastAt = b, first
+	l.last = b
 	l.n++
 }
 
@@ -164,78 +141,51 @@ func (l *freeList) unlink(b *block) {
 	if b.prev != nil {
 		b.prev.next = b.next
 	} else {
-		l.head, l.headKnown = b.next, false
+		l.head = b.next
 	}
 	if b.next != nil {
 		b.next.prev = b.prev
 	} else {
-		l.tail, l.tailKnown = b.prev, false
+		l.tail = b.prev
 	}
 	b.next, b.prev = nil, nil
 	l.n--
 }
 
 // ageList holds the cached blocks of one pool (large or small) in order of free: the set that
-// flushing, the idle-reach bound and Close walk. A block joins as an entry appended with a stamp
-// no other entry of either pool has (Engine.ageStamp), which the block keeps (block.aged) while
-// it is in the set; it leaves by clearing its stamp, and its entry stays behind, stale. So a free
-// writes no other block and an exact match or a flush none either, where a doubly linked list
-// wrote the neighbours on both sides, each a cache line the executor's work has evicted on a GPU
-// host. Stale entries are dropped by compact, once they outnumber the blocks by more than
-// ageSlack, and skipped by every walk.
+// flushing and Close walk.
 type ageList struct {
-	entries []ageEntry // oldest first; stale ones among them
-	n       int        // blocks in the set
-	bytes   uint64     // their sizes' sum
+	oldest, newest *block
+	n              int
+	bytes          uint64
 }
 
-// ageEntry is a block's place in an age list, current while the block's aged is its stamp.
-type ageEntry struct {
-	b     *block
-	stamp uint64
-}
-
-// ageSlack: the stale entries an age list keeps beyond its blocks before compact drops them, so
-// that compacting, a walk of every entry, comes once per as many frees.
-const ageSlack = 1024
-
-// pushNewest adds b with stamp, one that no entry of any age list has had.
-func (a *ageList) pushNewest(b *block, stamp uint64) {
-	if len(a.entries) >= 2*a.n+ageSlack {
-		a.compact()
+func (a *ageList) pushNewest(b *block) {
+	b.newer, b.older = nil, a.newest
+	if a.newest != nil {
+		a.newest.newer = b
+	} else {
+		a.oldest = b
 	}
-	b.aged = stamp
-	a.entries = append(a.entries, ageEntry{b: b, stamp: stamp})
+	a.newest = b
 	a.n++
 	a.bytes += b.size
 }
 
 func (a *ageList) unlink(b *block) {
-	b.aged = 0
+	if b.older != nil {
+		b.older.newer = b.newer
+	} else {
+		a.oldest = b.newer
+	}
+	if b.newer != nil {
+		b.newer.older = b.older
+	} else {
+		a.newest = b.older
+	}
+	b.older, b.newer = nil, nil
 	a.n--
 	a.bytes -= b.size
-}
-
-// compact drops the stale entries.
-func (a *ageList) compact() {
-	keep := a.entries[:0]
-	for _, x := range a.entries {
-		if x.b.aged == x.stamp {
-			keep = append(keep, x)
-		}
-	}
-	clear(a.entries[len(keep):])
-	a.entries = keep
-}
-
-// all yields the blocks of the set, oldest first. A block may leave the set while the walk is at
-// it (a flush); one that joins during the walk is not yielded.
-func (a *ageList) all(yield func(*block) bool) {
-	for _, x := range a.entries[:len(a.entries):len(a.entries)] {
-		if x.b.aged == x.stamp && !yield(x.b) {
-			return
-		}
-	}
 }
 
 // sizeLists maps a rounded size to its free list, for one stream. It is read on every request

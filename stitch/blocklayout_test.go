@@ -20,7 +20,7 @@ func TestBlockLayout(t *testing.T) {
 		"size":  unsafe.Offsetof(b.size) + unsafe.Sizeof(b.size),
 		"req":   unsafe.Offsetof(b.req) + unsafe.Sizeof(b.req),
 		"live":  unsafe.Offsetof(b.live) + unsafe.Sizeof(b.live),
-		"aged":  unsafe.Offsetof(b.aged) + unsafe.Sizeof(b.aged),
+		"older": unsafe.Offsetof(b.older) + unsafe.Sizeof(b.older),
 	} {
 		assert.LessOrEqual(t, end, uintptr(64), "block.%s ends past the first cache line", name)
 	}

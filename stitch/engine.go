@@ -45,6 +45,8 @@ type Engine struct {
 	streamSeen  bool   // hotStream is set (the free lists, below)
 	epoch       uint64 // successful Synchronize calls (synchronize): a block freed before is settled (streams)
 
+	cfg config // the options, fixed at New
+
 	// The free lists: cached blocks by stream and size, lowest address first. hotStream is the
 	// first stream a request used (set once by allocSlow, with streamSeen); its lists need no map
 	// lookup (otherLists holds the others'). cache pushes (listFor makes a list), reuse and flush
@@ -53,15 +55,15 @@ type Engine struct {
 	hotStream Stream
 	hotLists  sizeLists
 	capacity  uint64 // physical bytes the engine may create (handles)
+	slowPaths uint64 // requests that missed the exact path (allocSlow): the clock of event polls (streams)
 	// blocks: every live and cached block handed out by Alloc, by pointer (not pages): allocSlow
 	// adds, flush removes. Check: checkBlocks (pointer, size, kind; live bytes), checkPhysical.
 	blocks intmap.Map[*block]
 	// largeAge, smallAge: the cached blocks of each pool in order of free, the set flushing walks:
 	// cache pushes; reuse and flush unlink. Check: checkBlocks (every cached block in exactly one,
-	// the right one, once; counts). ageStamp: the last stamp an entry was given (cache).
+	// the right one; counts).
 	largeAge ageList
 	smallAge ageList
-	ageStamp uint64
 	// roomQueue: blocks whose liveness changed since the room index was brought up to date (the
 	// room group, below).
 	roomQueue []*block
@@ -69,9 +71,6 @@ type Engine struct {
 	// iteration stands against the memos.
 	memoCur []memoEntry
 	iter    memoState
-	// cfg: the options, fixed at New. Last in the group: of its fields only the first,
-	// smallThreshold, is read on every request.
-	cfg config
 
 	drv counted // the driver, with its calls counted (calls.go)
 	log *slog.Logger
@@ -143,11 +142,10 @@ type Engine struct {
 	spare      *block                // recycled block structs, linked through next: newBlock, recycle
 	serials    uint64                // block serials handed out: newBlock
 
-	// Streams and events (streams.go). With one stream nothing here is used but slowPaths
-	// (multiStream, epoch and unsynced are in the first group).
+	// Streams and events (streams.go). With one stream nothing here is used (multiStream, epoch,
+	// unsynced and slowPaths are in the first group).
 	clocks     map[Stream]*streamClock // per stream: frees numbered and events pending (cache, poll, synchronize)
 	clockOrder []Stream                // the streams of clocks in the order they were first used (clockFor)
-	slowPaths  uint64                  // requests that missed the exact path (allocSlow): the clock of event polls
 
 	// Views (view.go): stitched virtual ranges mapping whole handles. mapView adds, unmapView
 	// removes (marking the view gone); takeView moves a view to the newest end of the list.

@@ -31,7 +31,7 @@ func TestFlushUntilHighestFirst(t *testing.T) {
 
 		assert.True(t, e.flushUntil(&e.largeAge, 3*block), "seed %d: three adjacent blocks make the range", seed)
 		var cached []uintptr
-		for b := range e.largeAge.all {
+		for b := e.largeAge.oldest; b != nil; b = b.newer {
 			cached = append(cached, b.ptr)
 		}
 		slices.Sort(cached)

@@ -61,11 +61,10 @@ func (e *Engine) cache(b *block) {
 		b.list = e.listFor(b.size, b.stream)
 	}
 	b.list.push(b)
-	e.ageStamp++
 	if b.kind == small {
-		e.smallAge.pushNewest(b, e.ageStamp)
+		e.smallAge.pushNewest(b)
 	} else {
-		e.largeAge.pushNewest(b, e.ageStamp)
+		e.largeAge.pushNewest(b)
 	}
 }
 
@@ -76,7 +75,7 @@ func (e *Engine) cache(b *block) {
 // holding thousands costs a walk of the pool, not a sort of it.
 func (e *Engine) flushUntil(age *ageList, r uint64) bool {
 	h := e.flushHeap[:0]
-	for b := range age.all {
+	for b := age.oldest; b != nil; b = b.newer {
 		h = append(h, flushCandidate{at: b.physStart(), b: b})
 	}
 	for i := len(h)/2 - 1; i >= 0; i-- {
@@ -113,11 +112,13 @@ func (e *Engine) flushUntil(age *ageList, r uint64) bool {
 // to fewer pages (147 against 168).
 func (e *Engine) flushSmallPool() bool {
 	flushed := false
-	for b := range e.smallAge.all {
+	for b := e.smallAge.oldest; b != nil; {
+		next := b.newer
 		if e.flushable(b) {
 			e.flush(b)
 			flushed = true
 		}
+		b = next
 	}
 	return flushed
 }

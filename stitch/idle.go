@@ -354,7 +354,7 @@ func (e *Engine) idleReachBound() (uint64, bool) {
 		tail = t.size()
 	}
 	runs := e.runBuf[:0]
-	for b := range e.largeAge.all {
+	for b := e.largeAge.oldest; b != nil; b = b.newer {
 		if !e.idle(b) {
 			continue // in no run
 		}
