@@ -346,8 +346,9 @@ func (e *Engine) uncache(b *block, pieces []span) {
 // the home's. b is then a new block (a new serial: homes that saw it see another block), under a
 // new pointer if pos is not where it began, and stays in Engine.blocks (indexed). A re-carve saves
 // the owner index a delete and an insert, each a descent that is cold on a GPU host; where b began
-// at pos it saves Engine.blocks a delete and an insert as well. In the steady iterations of the H200 ResNet-18 loop 57% of the misses flush
-// cached blocks at their place; such a take re-cuts the lowest of them when it is primitive.
+// at pos it saves Engine.blocks a delete and an insert as well. In the steady iterations of the
+// H200 ResNet-18 loop 57% of the misses flush cached blocks at their place; such a take re-cuts
+// the lowest of them when it is primitive.
 func (e *Engine) recarve(b *block, pos, r uint64) *block {
 	n := e.owners.rekey(e.owners.floorAt(b.pos), pos)
 	n.Value().s = span{start: pos, end: pos + r}
