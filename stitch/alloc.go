@@ -8,6 +8,15 @@ import (
 // Alloc returns size bytes usable on stream s.
 func (e *Engine) Alloc(size uint64, s Stream) (uintptr, error) {
 	e.mu.Lock()
+	if e.afterFree {
+		e.afterFree = false
+		if e.finder.trough(e.ctxNext, e.live, e.peakLive) {
+			if !e.finder.found {
+				e.finder.found, e.finder.seen = true, e.seenIteration
+			}
+			e.startIteration()
+		}
+	}
 	e.iterOrd++
 	e.stepContext(size)
 	// The exact-match path: a lookup, a list pop, a flag flip.

@@ -42,6 +42,8 @@ type Engine struct {
 	closed      bool   // Close ran: every call but Close and Check fails with ErrClosed (handles)
 	multiStream bool   // a second stream has been seen (allocSlow, once): frees are numbered per stream (streams)
 	unsynced    bool   // a block was freed since the last Synchronize (cache sets, synchronize clears): a re-cut waits (cutAt) (streams)
+	afterFree   bool   // the last call was a free that followed a request (Free sets, Alloc clears): the next request is a trough (finder)
+	callerMarks bool   // MarkIteration has been called (it sets it): the finder is off (memos)
 	streamSeen  bool   // hotStream is set (the free lists, below)
 	epoch       uint64 // successful Synchronize calls (synchronize): a block freed before is settled (streams)
 
@@ -180,6 +182,10 @@ type Engine struct {
 	// impossible combination of iter's parts). iterOrd, memoCur and iter are in the first group.
 	memos      []memo // remembered iterations, most recent last
 	remembered int    // entries in memos, all together
+	// finder: where iterations begin, from the live bytes, while the caller marks none
+	// (iterfinder.go): Alloc and Free feed it (afterFree, in the first group), MarkIteration
+	// turns it off. A hint: not checked.
+	finder iterFinder
 	// Contexts (repeat.go): a request's context is its size and the live bytes before it, with
 	// the contextWindow-1 requests before it (ctxRing: stepContext). contexts: where the last
 	// large request of each context went (rememberContext, unmarked only). Hints: not checked.
@@ -286,6 +292,7 @@ func (e *Engine) Stats() Stats {
 		VirtualBytes:   e.arenaSize + e.viewBytes + e.orphanVirt,
 		StitchedBlocks: len(e.views), CachedBlocks: e.largeAge.n + e.smallAge.n, SmallPages: len(e.pages),
 		Outcomes: outcomeCounts(e.outcomes), DriverCalls: callCounts(e.drv.calls), RejectedFrees: e.rejected,
+		IterationsFound: e.finder.count,
 	}
 }
 

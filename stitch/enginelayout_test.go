@@ -41,6 +41,8 @@ func TestEngineHotFieldsTogether(t *testing.T) {
 	hot := map[string][2]uintptr{
 		"smallThreshold": at(unsafe.Pointer(&e.cfg.smallThreshold), unsafe.Sizeof(e.cfg.smallThreshold)),
 		"closed":         at(unsafe.Pointer(&e.closed), unsafe.Sizeof(e.closed)),
+		"afterFree":      at(unsafe.Pointer(&e.afterFree), unsafe.Sizeof(e.afterFree)),
+		"callerMarks":    at(unsafe.Pointer(&e.callerMarks), unsafe.Sizeof(e.callerMarks)),
 		"multiStream":    at(unsafe.Pointer(&e.multiStream), unsafe.Sizeof(e.multiStream)),
 		"epoch":          at(unsafe.Pointer(&e.epoch), unsafe.Sizeof(e.epoch)),
 		"hotStream":      at(unsafe.Pointer(&e.hotStream), unsafe.Sizeof(e.hotStream)),

@@ -11,6 +11,10 @@ func (e *Engine) Free(ptr uintptr, size uint64) error {
 		e.mu.Unlock()
 		return err
 	}
+	if !e.afterFree && !e.callerMarks {
+		e.finder.peak(e.live) // the live bytes peak here: the first free after a request
+		e.afterFree = true
+	}
 	e.cache(b)
 	e.mu.Unlock()
 	return nil

@@ -68,14 +68,26 @@ func (m memo) at(ord uint64) (int, bool) {
 }
 
 // MarkIteration tells the engine that a training iteration begins. It is a hint: it changes where
-// blocks go, never whether a request is served. Without it the engine works as before, with no
-// memos.
+// blocks go, never whether a request is served. Without it the engine finds where iterations
+// begin from the live bytes (iterfinder.go); the first mark turns that off.
 func (e *Engine) MarkIteration() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return
 	}
+	if !e.callerMarks && e.finder.found {
+		// The caller's marks replace the finder's: what its iterations left (those of the job's
+		// setup, for a caller that marks from its first step) is dropped.
+		e.memoCur, e.memos, e.remembered = e.memoCur[:0], nil, 0
+		e.seenIteration = e.finder.seen
+	}
+	e.callerMarks, e.afterFree = true, false
+	e.startIteration()
+}
+
+// startIteration begins an iteration: at a mark, or where the finder found one (Alloc).
+func (e *Engine) startIteration() {
 	e.iterOrd = 0
 	e.grownIter = 0
 	e.iter.startIteration()

@@ -42,6 +42,9 @@ type Stats struct {
 	Outcomes          OutcomeCounts
 	DriverCalls       CallCounts
 	RejectedFrees     uint64 // frees refused with an error
+	// IterationsFound: iteration beginnings the engine found from the live bytes while the caller
+	// marked none (iterfinder.go); it stops counting at the first MarkIteration.
+	IterationsFound uint64
 }
 
 // OutcomeCounts counts the requests served, by outcome.

@@ -247,3 +247,19 @@ const (
 // alignment: every block size is a multiple of it (PyTorch's rounding). Not a policy knob: the
 // unit of every size the engine keeps.
 const alignment = 512
+
+// Iterations found from the live bytes while the caller marks none (iterfinder.go). A boundary
+// is a trough no higher than every trough of a window of iterWindowIterations times the longest
+// iteration found (at least half the requests so far), after a rise of at least 1/iterRiseShare
+// of the largest the job has made, past the first iterMinRequests requests. iterMaxTroughs bounds
+// the window's queue (a level that only rises keeps every trough). On the 27 traces of make bench
+// no value of the window from 2 to 4 iterations, nor of the share from 8 to 32, moves a boundary
+// from the fourth iteration on; the share keeps the falls of the first backward pass (troughs
+// lower than any before them, with small rises between) from being taken as boundaries.
+const (
+	iterWindowIterations    = 2
+	iterWindowMaxIterations = 64
+	iterRiseShare           = 16
+	iterMinRequests         = 64
+	iterMaxTroughs          = 1 << 16
+)

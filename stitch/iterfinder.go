@@ -1,0 +1,89 @@
+package stitch
+
+// Iterations found without marks: a caller that never calls MarkIteration gets the marks from the
+// live bytes alone.
+//
+// A training iteration begins where the previous one ended: with every activation, gradient and
+// temporary of the step freed, only the weights and the optimizer's state live. So the live bytes
+// at an iteration's first request are the lowest of the whole iteration, and from the second
+// iteration on they are the same bytes every time. Measured on the 27 traces of make bench (the 7
+// shared ones and the 20 held out, 10,000-100,000 requests each): the live bytes at every marker
+// from iteration 1 on are the iteration's minimum and equal the marker before, and no request
+// inside an iteration that follows a free finds the live bytes at or below that level (with 64 MiB
+// of slack, 0 to 866 requests per iteration do: the level is exact, not approximate).
+//
+// So an iteration boundary is a trough (a request that follows a free) whose live bytes are no
+// more than those of every trough in a window of earlier requests at least two iterations long:
+// the last boundary lies in it, at the same level, and the window covers every trough of the
+// iteration that just ended, all of them higher. The window is twice the longest iteration found
+// so far and at least half of every request seen: while no iteration is known (the first ones,
+// where the optimizer's state appears and the level rises once), a trough must be the lowest of
+// the second half of the job so far. A boundary also needs the live bytes to have risen, since the
+// last one, above their running minimum by at least 1/iterRiseShare of the largest rise the job
+// has made (peak live above the trough): the falls of a backward pass are troughs lower than
+// every one before them in the iteration's first pass, with small rises between.
+//
+// Measured on the same 27 traces (a simulation of exactly this rule over each trace's requests):
+// every boundary from the fourth iteration on is found (from the third on 24 of 27), and none is
+// found inside an iteration from the second iteration on; inside the setup and the first
+// iteration 0 to 85 requests are taken as boundaries (efficientnet-multires: its setup's
+// measurements of 78 image sizes). The engine then runs as if the caller marked those places:
+// memos from the first boundary on (memo.go). Marks from the caller win: the first MarkIteration
+// turns the finder off for good (Engine.callerMarks).
+type iterFinder struct {
+	found   bool     // a boundary has been found
+	seen    bool     // Engine.seenIteration when the first boundary was found
+	count   uint64   // boundaries found (Stats.IterationsFound)
+	last    uint64   // requests before the last boundary found (Engine.ctxNext then); 0: none yet
+	longest uint64   // the most requests between two boundaries found
+	runMin  uint64   // the lowest live bytes at a trough since the last boundary
+	rise    uint64   // the largest rise of the live bytes above runMin since the last boundary
+	troughs []trough // the window's troughs: oldest first, levels increasing (a monotone queue)
+	head    int      // troughs[:head] have left the window
+}
+
+// trough is the live bytes (level) at a request that followed a free, and how many requests came
+// before it (at).
+type trough struct{ at, level uint64 }
+
+// peak notes a free that follows a request: the live bytes before it (live) are a local maximum.
+func (f *iterFinder) peak(live uint64) {
+	if live > f.runMin {
+		f.rise = max(f.rise, live-f.runMin)
+	}
+}
+
+// trough notes a request that follows a free, with n requests before it, the live bytes live and
+// the most live bytes ever peak, and reports whether an iteration begins with it.
+func (f *iterFinder) trough(n, live, peak uint64) bool {
+	window := n / 2
+	if f.longest > 0 {
+		window = max(iterWindowIterations*f.longest, min(window, iterWindowMaxIterations*f.longest))
+	}
+	for f.head < len(f.troughs) && f.troughs[f.head].at+window < n {
+		f.head++
+	}
+	begins := f.head < len(f.troughs) && f.troughs[f.head].level >= live && n > iterMinRequests &&
+		f.rise >= (peak-live)/iterRiseShare
+	if begins {
+		if f.last != 0 {
+			f.longest = max(f.longest, n-f.last)
+		}
+		f.last, f.runMin, f.rise = n, live, 0
+		f.count++
+	} else {
+		f.runMin = min(f.runMin, live)
+	}
+	for len(f.troughs) > f.head && f.troughs[len(f.troughs)-1].level >= live {
+		f.troughs = f.troughs[:len(f.troughs)-1]
+	}
+	if f.head > 0 && f.head >= len(f.troughs)/2 { // keep the queue's memory to what the window holds
+		f.troughs = f.troughs[:copy(f.troughs, f.troughs[f.head:])]
+		f.head = 0
+	}
+	if len(f.troughs)-f.head >= iterMaxTroughs { // a level that keeps rising: the oldest go
+		f.head++
+	}
+	f.troughs = append(f.troughs, trough{at: n, level: live})
+	return begins
+}
