@@ -7,7 +7,7 @@ package stitch
 // temporary of the step freed, only the weights and the optimizer's state live. So the live bytes
 // at an iteration's first request are the lowest of the whole iteration, and from the second
 // iteration on they are the same bytes every time. Measured on the 27 traces of make bench (the 7
-// shared ones and the 20 held out, 10,000-100,000 requests each): the live bytes at every marker
+// shared ones and the 20 held out, 9,000 to 100,000 requests each): the live bytes at every marker
 // from iteration 1 on are the iteration's minimum and equal the marker before, and no request
 // inside an iteration that follows a free finds the live bytes at or below that level (with 64 MiB
 // of slack, 0 to 866 requests per iteration do: the level is exact, not approximate).
@@ -15,21 +15,22 @@ package stitch
 // So an iteration boundary is a trough (a request that follows a free) whose live bytes are no
 // more than those of every trough in a window of earlier requests at least two iterations long:
 // the last boundary lies in it, at the same level, and the window covers every trough of the
-// iteration that just ended, all of them higher. The window is twice the longest iteration found
-// so far and at least half of every request seen: while no iteration is known (the first ones,
-// where the optimizer's state appears and the level rises once), a trough must be the lowest of
-// the second half of the job so far. A boundary also needs the live bytes to have risen, since the
-// last one, above their running minimum by at least 1/iterRiseShare of the largest rise the job
-// has made (peak live above the trough): the falls of a backward pass are troughs lower than
-// every one before them in the iteration's first pass, with small rises between.
+// iteration that just ended, all of them higher. The window is twice the longest gap between two
+// boundaries found, and at least half of every request seen (up to 64 such gaps): while no
+// iteration is known (the first ones, where the optimizer's state appears and the level rises
+// once), a trough must be the lowest of the second half of the job so far. A boundary also needs
+// the live bytes to have risen, since the last one, above their running minimum by at least
+// 1/iterRiseShare of the largest rise the job has made (peak live above the trough): the falls of
+// the first backward pass are troughs lower than every one before them, with small rises between.
+// The constants, and what other values did, are in tunables.go.
 //
-// Measured on the same 27 traces (a simulation of exactly this rule over each trace's requests):
-// every boundary from the fourth iteration on is found (from the third on 24 of 27), and none is
-// found inside an iteration from the second iteration on; inside the setup and the first
-// iteration 0 to 85 requests are taken as boundaries (efficientnet-multires: its setup's
-// measurements of 78 image sizes). The engine then runs as if the caller marked those places:
-// memos from the first boundary on (memo.go). Marks from the caller win: the first MarkIteration
-// turns the finder off for good (Engine.callerMarks).
+// Simulated over the same 27 traces (this rule over each trace's requests, against its markers):
+// every boundary from the fourth iteration on is found (from the third on 24 of 27), and no
+// request inside an iteration from the second on is taken for one; in the setup and the first
+// iteration 0 to 96 are (efficientnet-multires: its setup measures 78 image sizes). The engine then
+// runs as if the caller marked those places: memos from the first boundary on (memo.go). Marks
+// from the caller win: the first MarkIteration turns the finder off for good (Engine.callerMarks)
+// and drops the memos of the iterations it found.
 type iterFinder struct {
 	found   bool     // a boundary has been found
 	seen    bool     // Engine.seenIteration when the first boundary was found

@@ -11,7 +11,7 @@ import (
 
 // Names are the allocators of baseline.Names that New runs on a GPU, in the order results list
 // them.
-var Names = []string{baseline.NameGMLake, baseline.NameGorgonia, baseline.NameDirect}
+var Names = []string{baseline.NameGMLake, baseline.NameGMLakeUnmarked, baseline.NameGorgonia, baseline.NameDirect}
 
 // ErrUnknown (baseline.ErrUnknown) is returned by New for a name not in Names.
 var ErrUnknown = baseline.ErrUnknown
@@ -33,7 +33,7 @@ type Pool interface {
 // for "gorgonia" an arena of 80% of the free memory). engineOptions go to gmlake's engine.
 func New(name string, drv *cuda.Driver, capacity uint64, engineOptions ...stitch.Option) (Pool, error) {
 	switch name {
-	case baseline.NameGMLake:
+	case baseline.NameGMLake, baseline.NameGMLakeUnmarked:
 		opts := slices.Clone(engineOptions)
 		if capacity > 0 {
 			opts = append(opts, stitch.WithCapacity(capacity))
@@ -41,6 +41,9 @@ func New(name string, drv *cuda.Driver, capacity uint64, engineOptions ...stitch
 		e, err := stitch.New(drv, opts...)
 		if err != nil {
 			return nil, err
+		}
+		if name == baseline.NameGMLakeUnmarked {
+			return unmarkedEngine{engine{e}}, nil
 		}
 		return engine{e}, nil
 	case baseline.NameGorgonia:
@@ -73,7 +76,14 @@ type engine struct{ *stitch.Engine }
 
 func (e engine) Alloc(size uint64, _ stitch.Stream) (uintptr, error) { return e.Engine.Alloc(size, 0) }
 
-func (engine) Name() string                     { return baseline.NameGMLake }
+func (engine) Name() string { return baseline.NameGMLake }
+
+// unmarkedEngine is the engine told no iteration: the trainer's marks stop here, and the engine
+// finds the iterations from the live bytes itself (stitch/iterfinder.go).
+type unmarkedEngine struct{ engine }
+
+func (unmarkedEngine) Name() string             { return baseline.NameGMLakeUnmarked }
+func (unmarkedEngine) MarkIteration()           {}
 func (e engine) Reserved() uint64               { return e.Stats().ReservedBytes }
 func (e engine) PeakReserved() uint64           { return e.Stats().PeakReservedBytes }
 func (e engine) DriverCalls() uint64            { return e.Stats().TotalDriverCalls() }
