@@ -39,7 +39,7 @@ type chainStep struct {
 
 // largeChain is the placement chain of a large request, in the order its steps are tried.
 var largeChain = [...]chainStep{
-	{propose: (*Engine).proposeMemo},                                     // the followed memo's place (memo.go), or unmarked the context's (repeat.go)
+	{propose: (*Engine).proposeMemo},                                     // the followed memo's place (memo.go)
 	{room: (*Engine).payShapeFlushStep},                                  // a new shape after a dominating iteration: the large cache flushed (dominate.go)
 	{propose: (*Engine).proposeHome},                                     // unmarked: where a block of this size lay, flushing the fewest cached bytes (homes.go)
 	{propose: (*Engine).proposeLoose},                                    // the best-fitting loose range

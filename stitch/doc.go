@@ -120,8 +120,8 @@
 // so: it makes room (flushing cached blocks), and its source proposes from what is left. The order,
 // as largeChain lists it:
 //
-//  1. the place the followed memo gives this request (memo.go), or unmarked the place the last
-//     request of its context took (repeat.go); then the flush a new shape owes after a dominating
+//  1. the place the followed memo gives this request (memo.go); then the flush a new shape owes
+//     after a dominating
 //     iteration, paid here rather than inside the lookup that found it (dominate.go);
 //  2. unmarked, a home (homes.go); marked, the memos place what repeats, and the rest goes on to
 //     the best-fitting loose range;
@@ -244,11 +244,11 @@
 // no cached block of its size first tries the places where blocks of its size lay before, so the
 // memory a size gave up in one iteration is where that size looks in the next, and the views made
 // in the first iterations keep fitting; misses that do repurpose memory flush only what their
-// window needs. Without iteration marks, a large request also goes where the last request of its
-// context went (repeat.go): a request's context is its size and the live bytes before it, with
-// the three requests before it, so the same point of the next iteration finds the same place; and
-// pages keep away from those places (pageaway.go). So every trace repeated four times makes no
-// driver call in its fourth repetition unmarked too, most from their third.
+// window needs. Without marks from the caller the engine finds where iterations begin (below) and
+// follows memos from there, so every trace repeated four times makes no driver call in its fourth
+// repetition never marked too. Before the first iteration is found, what it remembers of its
+// requests (their contexts: size and live bytes, repeat.go) tells a growth whether an iteration
+// has been seen, and keeps new pages away from the places large requests took (pageaway.go).
 //
 // # Iterations found without marks (iterfinder.go)
 //

@@ -145,16 +145,9 @@ func (e *Engine) findPageMemo() (home, bool) {
 
 // findMemo returns the place the memo this iteration follows gives the current request of r bytes
 // (memoPlace), if the place still exists and no live block uses it, with the cached blocks there
-// (placeUnder), for takeHomeOver. Unmarked, the first free one of the places the context remembers
-// (repeatPlaces).
+// (placeUnder), for takeHomeOver; none unmarked.
 func (e *Engine) findMemo(r uint64) (home, []*block, bool) {
 	if !e.marked() {
-		places, n := e.repeatPlaces(r)
-		for _, h := range places[:n] { // the first free one, most recent first
-			if under, free := e.placeUnder(h, r); free {
-				return h, under, true
-			}
-		}
 		return home{}, nil, false
 	}
 	h, ok := e.memoPlace(r)
@@ -248,18 +241,9 @@ func (e *Engine) placeUnder(h home, r uint64) ([]*block, bool) {
 
 // pick chooses the cached block of list l (blocks of r bytes) to hand out: the one at the place
 // the followed memo gives the current request, else the lowest; nil when the memo's place holds
-// none of them. Unmarked, the places the context remembers are tried in order (repeatPlaces).
+// none of them; unmarked, the lowest.
 func (e *Engine) pick(l *freeList, r uint64) *block {
-	if r < e.cfg.smallThreshold || e.iter.phase == memoNewShape {
-		return l.head
-	}
-	if !e.marked() {
-		places, n := e.repeatPlaces(r)
-		for _, want := range places[:n] {
-			if b := e.cachedAt(want, l); b != nil || e.placeFree(want, r) {
-				return b
-			}
-		}
+	if r < e.cfg.smallThreshold || e.iter.phase == memoNewShape || !e.marked() {
 		return l.head
 	}
 	want, ok := e.memoPlace(r)

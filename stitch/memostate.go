@@ -32,8 +32,8 @@ type memoState struct {
 type memoPhase uint8
 
 const (
-	// memoUnmarked: MarkIteration was never called. There are no memos; contexts place large
-	// requests (repeat.go).
+	// memoUnmarked: no iteration has begun: the caller has marked none and the finder
+	// (iterfinder.go) has found none. There are no memos.
 	memoUnmarked memoPhase = iota
 	// memoChoosing: marked, following no memo, not yet a new shape: the next large request
 	// chooses one (memoPlace). MarkIteration starts every iteration here; followed returns here

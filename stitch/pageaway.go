@@ -103,7 +103,7 @@ func (e *Engine) rememberedSpans() []span {
 		}
 	} else {
 		for _, cp := range e.contexts.All() {
-			add(cp.at[0], cp.size) // the most recent place
+			add(cp.at, cp.size)
 		}
 	}
 	slices.SortFunc(out, func(a, b span) int { return cmp.Compare(a.start, b.start) })

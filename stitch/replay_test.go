@@ -383,7 +383,8 @@ func TestUnmarkedLoopSettles(t *testing.T) {
 // TestUnmarkedConvergesOnTraces: without marks, traces of many shapes repeated four times in a row
 // make no driver call in their fourth repetition: Mixtral-MoE and T5 (held-out families: experts of
 // varying loads, two varying lengths) and the GPT-2-XL LoRA trace gpu-train recorded (four lengths
-// in random order). Their pages keep away from the places of remembered contexts, and a page growth
+// in random order). The engine finds the iterations (iterfinder.go) and follows memos; pages keep
+// away from the places large requests took, and a page growth
 // gives the small pool all its pages at once (pageaway.go); with pages placed like any large
 // request the fourth repetitions made 850, 114 and 604 calls with 2 MiB handles. Run with handles
 // sized to the headroom and with handles of one chunk (forHandleSizes).

@@ -218,20 +218,15 @@ const (
 	maxMemoEntries = 1 << 18
 )
 
-// Contexts: settling without marks (repeat.go).
+// Contexts: what an engine not yet marked remembers (repeat.go).
 const (
 	// contextWindow is how many requests a context covers, this one included. Measured at 8: the
 	// GPT-2-XL LoRA trace unmarked no longer settles (199 calls in the 4th instead of 0); at 2, no
 	// figure moves but 3 more calls per repetition on the two-stream trace (which settles in no
 	// mode).
 	contextWindow = 4
-	// contextPlaces is how many distinct places a context remembers, the most recent first
-	// (contextPlace). Measured at 1: unmarked, the multi-scale ResNet traces of results/cnn do not
-	// settle (driver calls per repetition, ResNet-18 13627, 0, 0, 54 instead of 13627, 0, 0, 0;
-	// ResNet-50 18162, 727, 376, 320 instead of 18162, 792, 60, 0); at 4, the same figures as 2.
-	contextPlaces = 2
 	// maxContexts bounds the remembered contexts; past it they are forgotten all at once. A bound
-	// on host memory: an entry is 8+16+16*contextPlaces bytes (56), some 64 MiB with the map's
+	// on host memory: an entry is 8+8+16 bytes (32), some 40 MiB with the map's
 	// overhead at the bound.
 	maxContexts = 1 << 20
 )
