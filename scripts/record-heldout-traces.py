@@ -605,6 +605,98 @@ def llama_packed_lora_ckpt():
             "gradient checkpointing, packed batches of 2 x 2,048 tokens (fixed shape)"), build, step
 
 
+def gpt2_eval_interleaved():
+    """GPT-2 small with an evaluation pass every third step and the losses kept on the device."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    def build():
+        with torch.device("cuda"):
+            m = GPT2LMHeadModel(GPT2Config(n_positions=1024))
+        m, opt = training(m)
+        return m, opt, []
+
+    def step(state, i, rng):
+        m, opt, losses = state
+        x = torch.randint(0, 50257, (8, rng.randint(128, 1024)), device="cuda")
+        bf16_step(m, opt, lambda: m(input_ids=x, labels=x).loss)
+        if i % 3 == 2:
+            m.eval()
+            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+                v = torch.randint(0, 50257, (16, rng.randint(256, 1024)), device="cuda")
+                losses.append(m(input_ids=v, labels=v).loss.detach())
+            m.train()
+
+    return ("GPT-2 small (124M), full FT, batch 8 of lengths 128-1024; every third step an evaluation "
+            "forward (no grad) of 16 sequences whose losses stay on the device"), build, step
+
+
+def dcgan_full():
+    """DCGAN on 64x64 images: a discriminator step and a generator step per iteration."""
+    import torch
+    from torch import nn
+
+    def build():
+        g = nn.Sequential(
+            nn.ConvTranspose2d(100, 512, 4, 1, 0, bias=False), nn.BatchNorm2d(512), nn.ReLU(True),
+            nn.ConvTranspose2d(512, 256, 4, 2, 1, bias=False), nn.BatchNorm2d(256), nn.ReLU(True),
+            nn.ConvTranspose2d(256, 128, 4, 2, 1, bias=False), nn.BatchNorm2d(128), nn.ReLU(True),
+            nn.ConvTranspose2d(128, 64, 4, 2, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU(True),
+            nn.ConvTranspose2d(64, 3, 4, 2, 1, bias=False), nn.Tanh()).cuda()
+        d = nn.Sequential(
+            nn.Conv2d(3, 64, 4, 2, 1, bias=False), nn.LeakyReLU(0.2, True),
+            nn.Conv2d(64, 128, 4, 2, 1, bias=False), nn.BatchNorm2d(128), nn.LeakyReLU(0.2, True),
+            nn.Conv2d(128, 256, 4, 2, 1, bias=False), nn.BatchNorm2d(256), nn.LeakyReLU(0.2, True),
+            nn.Conv2d(256, 512, 4, 2, 1, bias=False), nn.BatchNorm2d(512), nn.LeakyReLU(0.2, True),
+            nn.Conv2d(512, 1, 4, 1, 0, bias=False)).cuda()
+        g.train()
+        d.train()
+        return g, d, adamw(g.parameters()), adamw(d.parameters())
+
+    def step(state, i, rng):
+        g, d, og, od = state
+        b = 256
+        real = torch.randn(b, 3, 64, 64, device="cuda")
+        z = torch.randn(b, 100, 1, 1, device="cuda")
+        bce = nn.BCEWithLogitsLoss()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            fake = g(z)
+            ld = bce(d(real).view(-1), torch.ones(b, device="cuda")) + \
+                bce(d(fake.detach()).view(-1), torch.zeros(b, device="cuda"))
+        ld.backward()
+        od.step()
+        od.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            lg = bce(d(fake).view(-1), torch.ones(b, device="cuda"))
+        lg.backward()
+        og.step()
+        og.zero_grad(set_to_none=True)
+        od.zero_grad(set_to_none=True)
+
+    return ("DCGAN, 64x64 images, batch 256: a discriminator step and a generator step per iteration, "
+            "two AdamW optimizers"), build, step
+
+
+def bart_summarization():
+    """BART-base summarization: source and summary lengths drawn per step, label smoothing loss."""
+    import torch
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    def build():
+        with torch.device("cuda"):
+            m = BartForConditionalGeneration(BartConfig())
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        src = torch.randint(4, 50265, (8, rng.randint(256, 1024)), device="cuda")
+        tgt = torch.randint(4, 50265, (8, rng.randint(32, 160)), device="cuda")
+        bf16_step(m, opt, lambda: m(input_ids=src, labels=tgt).loss)
+
+    return ("BART-base (140M) summarization, full FT, batch 8: source length 256-1024 and summary length "
+            "32-160 drawn per step"), build, step
+
+
 WORKLOADS = {
     "t5base-encdec-full": t5_encdec,
     "mixtral-moe-full": mixtral_moe,
@@ -626,6 +718,9 @@ WORKLOADS = {
     "distilbert-dynpad-full": distilbert_dynpad,
     "swint-fixed-full": swin_fixed,
     "llama-packed-lora-ckpt": llama_packed_lora_ckpt,
+    "gpt2-evalinterleaved-full": gpt2_eval_interleaved,
+    "dcgan-full": dcgan_full,
+    "bart-summarization-full": bart_summarization,
 }
 
 

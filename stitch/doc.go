@@ -256,7 +256,8 @@
 // where the previous one freed everything but the weights and the optimizer's state, so its first
 // request finds the live bytes as low as at every request of the iteration, and at the same level
 // as the iteration before. The engine takes a request that follows a free for a beginning when its
-// live bytes are no more than at every such request of a window at least two iterations long, and
+// live bytes are no more (within 4 KiB) than at every such request of a window at least two
+// iterations long, and
 // the job has risen and fallen since the last one; from the first beginning found it runs as if
 // marked (memos, below). "Unmarked" in this comment means before the first mark, the caller's or
 // the finder's. On the 27 traces of make bench every beginning from the fourth iteration on is

@@ -1,0 +1,85 @@
+package stitch
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gmlake/gmlake/trace"
+	"github.com/gmlake/gmlake/trace/tracetest"
+)
+
+// findIterations runs the finder over tr's requests as the engine feeds it (a trough at a request
+// that follows a free, a peak at a free that follows a request) and returns the request ordinals
+// of the beginnings it found and of the trace's markers.
+func findIterations(tr *trace.Trace) (found, markers []uint64) {
+	var (
+		f             iterFinder
+		live, peak, n uint64
+		afterFree     bool
+		sizes         = map[int64]uint64{}
+	)
+	for _, ev := range tr.Events {
+		switch ev.Kind {
+		case trace.Alloc:
+			if afterFree {
+				afterFree = false
+				if f.trough(n, live, peak) {
+					found = append(found, n)
+				}
+			}
+			n++
+			sizes[ev.ID] = ev.Size
+			live += ev.Size
+			peak = max(peak, live)
+		case trace.Free:
+			if !afterFree {
+				f.peak(live)
+				afterFree = true
+			}
+			live -= sizes[ev.ID]
+			delete(sizes, ev.ID)
+		case trace.Iter:
+			markers = append(markers, n)
+		}
+	}
+	return found, markers
+}
+
+// TestIterFinderOnRecordedTraces: over every PyTorch training trace the project has (the shared
+// ones, the held-out families, and those recorded to judge the finder: testdata/heldout-finder),
+// the finder finds the beginning of every iteration from the fourth on, where the trace marks it,
+// and takes no request inside an iteration from the second on for one.
+func TestIterFinderOnRecordedTraces(t *testing.T) {
+	var paths []string
+	for _, dir := range []string{filepath.Join("..", "testdata", "heldout"), filepath.Join("..", "testdata", "heldout-finder")} {
+		p, _ := filepath.Glob(filepath.Join(dir, "*.trace.gz"))
+		paths = append(paths, p...)
+	}
+	require.Len(t, paths, 23)
+	if dir := tracetest.DirOrEmpty(); dir != "" {
+		p, _ := filepath.Glob(filepath.Join(dir, "*.trace.gz"))
+		paths = append(paths, p...)
+	} else {
+		tracetest.Missing(t, "no shared traces ($GMLAKE_TRACES or ../shared/traces)")
+	}
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			tr, err := trace.ReadFile(path)
+			require.NoError(t, err)
+			found, markers := findIterations(tr)
+			require.Greater(t, len(markers), 4)
+			for i, m := range markers[3:] {
+				assert.True(t, slices.Contains(found, m), "iteration %d (request %d) not found", i+3, m)
+			}
+			for _, n := range found {
+				if n > markers[1] {
+					assert.True(t, slices.Contains(markers, n), "request %d inside an iteration taken for a beginning", n)
+				}
+			}
+		})
+	}
+}
