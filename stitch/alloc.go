@@ -11,10 +11,7 @@ func (e *Engine) Alloc(size uint64, s Stream) (uintptr, error) {
 	if e.afterFree {
 		e.afterFree = false
 		if e.finder.trough(e.ctxNext, e.live, e.peakLive) {
-			if !e.finder.found {
-				e.finder.found, e.finder.seen = true, e.seenIteration
-			}
-			e.startIteration()
+			e.startFoundIteration()
 		}
 	}
 	e.iterOrd++

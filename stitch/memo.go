@@ -86,7 +86,16 @@ func (e *Engine) MarkIteration() {
 	e.startIteration()
 }
 
-// startIteration begins an iteration: at a mark, or where the finder found one (Alloc).
+// startFoundIteration begins an iteration where the finder found one (Alloc), noting at the first
+// what MarkIteration restores.
+func (e *Engine) startFoundIteration() {
+	if !e.finder.found {
+		e.finder.found, e.finder.seen = true, e.seenIteration
+	}
+	e.startIteration()
+}
+
+// startIteration begins an iteration: at a mark, or where the finder found one.
 func (e *Engine) startIteration() {
 	e.iterOrd = 0
 	e.grownIter = 0
