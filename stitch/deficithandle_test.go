@@ -164,3 +164,23 @@ func TestDeficitHandleUnmarked(t *testing.T) {
 		assert.Greater(t, len(sizes), 1, "headroom-sized handles: too few requests since the memory was built")
 	})
 }
+
+// TestDeficitHandleMarkedFirstIteration: marked once, the engine takes the iteration as seen
+// inside it when its requests repeat (the micro-steps of gradient accumulation), as it does
+// unmarked: a new peak's deficit is then one handle.
+func TestDeficitHandleMarkedFirstIteration(t *testing.T) {
+	const mib = uint64(1 << 20)
+	const capacity = uint64(1 << 40)
+	d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
+	e, err := stitch.New(d)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	e.MarkIteration()
+	for range 3 { // the micro-steps of one iteration
+		unmarkedStep(t, e, 64*mib, 32*mib, 96*mib)
+	}
+	reserved := e.Stats().ReservedBytes
+	sizes := growthOf(t, e, d, 1024*mib)
+	deficitHandles(t, sizes, capacity, reserved)
+	assert.Len(t, sizes, 1, "the deficit is one handle")
+}

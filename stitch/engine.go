@@ -99,11 +99,14 @@ type Engine struct {
 	grownIter    uint64 // bytes created since the last MarkIteration (growthExtra): placeLarge, MarkIteration
 	// seenIteration: the engine has seen a whole iteration of the job, so that what a growth
 	// lacks is a new peak's excess and is created as one handle (deficitUnit, handles.go). Set
-	// once, never cleared: marked, by MarkIteration when it remembers the first memo; unmarked, by
-	// grow when a large request has repeated the size and context of an earlier one (repeatSeen,
-	// with the contexts below) and the engine has served, since its last growth, at least as many
-	// requests as before it (grownAtRequest: ctxNext at the last growth). A repeat alone is not
-	// enough: recomputation repeats a block's forward requests within the first iteration.
+	// once, never cleared (but for the caller's first mark, which restores what it was at the
+	// finder's first boundary): by startIteration (a mark, the caller's or the finder's) when it
+	// remembers the first memo; and before that, marked or not, by grow when a large request has
+	// repeated the size and context of an earlier one (repeatSeen, with the contexts below) and
+	// the engine has served, since its last growth, at least as many requests as before it
+	// (grownAtRequest: ctxNext at the last growth): the micro-steps of gradient accumulation
+	// repeat inside the first marked iteration. A repeat alone is not enough: recomputation
+	// repeats a block's forward requests within the first iteration.
 	seenIteration  bool
 	grownAtRequest uint64
 	cutBuf         []uint64   // endCuts' result, reused (scratch, no state)
