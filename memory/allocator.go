@@ -170,7 +170,8 @@ func (a *Allocator) LastPutError() error {
 
 // MarkIteration tells the engine that a training iteration begins, so that an iteration of a shape
 // seen before replays the placements of the last one and makes no driver call (stitch.Engine's
-// MarkIteration). It is a hint, safe to omit; after Close it does nothing.
+// MarkIteration). It is a hint, safe to omit: without it the engine finds where iterations begin
+// from the live bytes; after Close it does nothing.
 func (a *Allocator) MarkIteration() { a.engine.MarkIteration() }
 
 // ResetAllocator marks a step boundary and frees nothing: live blocks stay live and physical memory
