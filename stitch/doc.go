@@ -262,12 +262,12 @@
 // marked (memos, below). "Unmarked" in this comment means before the first mark, the caller's or
 // the finder's. On the 27 traces of make bench every beginning from the fourth iteration on is
 // found and none inside an iteration from the second on. Measured with gmlake-bench replay
-// --min-capacity --repeat 4 on the 32 traces of make bench (H200 cost model), never marked,
-// against the engine without the finder in the same session: capacity / peak active within 1.01 on
-// 31 traces instead of 23 (mean 1.0044 instead of 1.0072; marked: 31, mean 1.0043); the largest
-// steady iteration's driver time within 1% of PyTorch's step on 17 of the 24 with a step instead
-// of 10 (marked: 14), the largest warm-up one's within 10% on 12 instead of 6 (marked: 8); 0 calls
-// in the fourth repetition either way. The caller's first mark turns the finder off and drops the
+// --min-capacity --repeat 4 (H200 cost model), never marked, against the engine without the
+// finder replayed beside it: capacity / peak active within 1.01 on 31 of the 32 traces of make
+// bench instead of 23 (mean 1.0044 instead of 1.0072); on the 27 with a PyTorch step
+// (results/bench/RESULTS*.md) the largest steady iteration's driver time within 1% of the step on
+// 18 instead of 11, the largest warm-up one's within 10% on 13 instead of 7, capacity within its
+// target on 26 instead of 18 (marked: 16, 8 and 27); 0 calls in the fourth repetition either way. The caller's first mark turns the finder off and drops the
 // memos of what it found (a marking caller's setup).
 //
 // # Iteration memos (memo.go)

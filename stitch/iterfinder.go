@@ -37,8 +37,7 @@ package stitch
 // caller win: the first MarkIteration turns the finder off for good (Engine.callerMarks) and drops
 // the memos of the iterations it found.
 type iterFinder struct {
-	found   bool     // a boundary has been found
-	seen    bool     // Engine.seenIteration when the first boundary was found
+	seen    bool     // Engine.seenIteration when the first boundary was found (startFoundIteration)
 	count   uint64   // boundaries found (Stats.IterationsFound)
 	last    uint64   // requests before the last boundary found (Engine.ctxNext then); 0: none yet
 	longest uint64   // the most requests between two boundaries found

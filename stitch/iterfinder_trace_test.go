@@ -12,41 +12,24 @@ import (
 	"github.com/gmlake/gmlake/trace/tracetest"
 )
 
-// findIterations runs the finder over tr's requests as the engine feeds it (a trough at a request
-// that follows a free, a peak at a free that follows a request) and returns the request ordinals
-// of the beginnings it found and of the trace's markers.
+// findIterations runs the finder over tr's requests as the engine feeds it (loopScript) and
+// returns the request ordinals of the beginnings it found and of the trace's markers.
 func findIterations(tr *trace.Trace) (found, markers []uint64) {
-	var (
-		f             iterFinder
-		live, peak, n uint64
-		afterFree     bool
-		sizes         = map[int64]uint64{}
-	)
+	s := &loopScript{}
+	sizes := map[int64]uint64{}
 	for _, ev := range tr.Events {
 		switch ev.Kind {
 		case trace.Alloc:
-			if afterFree {
-				afterFree = false
-				if f.trough(n, live, peak) {
-					found = append(found, n)
-				}
-			}
-			n++
 			sizes[ev.ID] = ev.Size
-			live += ev.Size
-			peak = max(peak, live)
+			s.alloc(ev.Size)
 		case trace.Free:
-			if !afterFree {
-				f.peak(live)
-				afterFree = true
-			}
-			live -= sizes[ev.ID]
+			s.free(sizes[ev.ID])
 			delete(sizes, ev.ID)
 		case trace.Iter:
-			markers = append(markers, n)
+			markers = append(markers, s.n)
 		}
 	}
-	return found, markers
+	return s.found, markers
 }
 
 // TestIterFinderOnRecordedTraces: over every PyTorch training trace the project has (the shared

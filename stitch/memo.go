@@ -76,7 +76,7 @@ func (e *Engine) MarkIteration() {
 	if e.closed {
 		return
 	}
-	if !e.callerMarks && e.finder.found {
+	if !e.callerMarks && e.finder.count > 0 {
 		// The caller's marks replace the finder's: what its iterations left (those of the job's
 		// setup, for a caller that marks from its first step) is dropped.
 		e.memoCur, e.memos, e.remembered = e.memoCur[:0], nil, 0
@@ -89,8 +89,8 @@ func (e *Engine) MarkIteration() {
 // startFoundIteration begins an iteration where the finder found one (Alloc), noting at the first
 // what MarkIteration restores.
 func (e *Engine) startFoundIteration() {
-	if !e.finder.found {
-		e.finder.found, e.finder.seen = true, e.seenIteration
+	if e.finder.count == 1 {
+		e.finder.seen = e.seenIteration
 	}
 	e.startIteration()
 }

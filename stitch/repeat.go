@@ -20,17 +20,18 @@ import "math/bits"
 // 20.7 -> 6.9 ms (within 1% of its step, 7.4) and warm-up 64.5 -> 20.4; gpt2xl-full-ckpt's warm-up
 // 145 -> 72 ms for 1.0047 -> 1.0072; llama7b-lora-ckpt-off 1.0004 -> 1.0005; the other 29 the same.
 //
-// The contexts once also placed requests (a request went where the last one of its context went).
-// Since the finder, every trace's iterations from about the third are marked and follow memos,
-// and placing by context changed nothing: gmlake-bench replay --min-capacity --repeat 4 on the 32
-// traces of make bench, with and without it in one session, gave the same figures on all 32
-// marked and on 31 never marked, and lower driver times never marked on opt1.3b-lora-ckpt (steady
-// 14.0 -> 13.6 ms, warm-up 69.5 -> 68.7). Dropping the contexts altogether (the seen-iteration rule and the pages' places with
-// them) moved the job's setup, which no caller marks: capacity / peak active of the UNet
-// aspect-bucket trace marked 1.0098 -> 1.0140, and the largest steady iteration within 1% of the
-// step on 14 traces instead of 17 never marked.
+// Contexts do not place requests: with the finder, every trace's iterations from about the third
+// are marked and follow memos, and sending a request where the last one of its context went
+// changed nothing. gmlake-bench replay --min-capacity --repeat 4 on the 32 traces of make bench,
+// with and without that placement replayed side by side, gave the same figures on all 32 marked
+// and on 31 never marked, and lower driver times without it never marked on opt1.3b-lora-ckpt
+// (steady 14.0 -> 13.6 ms, warm-up 69.5 -> 68.7). Dropping the contexts altogether (the
+// seen-iteration rule and the pages' places with them) moved the job's setup, which no caller
+// marks: capacity / peak active of the UNet aspect-bucket trace marked 1.0098 -> 1.0140, and the
+// largest steady iteration within 1% of the step on 14 traces instead of 17 never marked.
 //
-// Cost: a context step per request, a map write per large request before the first mark.
+// Cost: a context step per request, a map write per large request until the engine follows marks
+// (the caller's or the finder's) and has seen an iteration.
 
 // contextPlace is where the last large request of a context went.
 type contextPlace struct {
