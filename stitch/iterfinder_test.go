@@ -10,8 +10,8 @@ import (
 )
 
 // loopScript feeds a finder requests and frees as the engine does (Alloc, Free), and run plays a
-// synthetic training job through it: the live bytes over its requests and frees. Setup builds the weights (with a temporary freed after each layer); each iteration's
-// forward keeps activations of a size that changes from one iteration to the next (dynamic
+// synthetic training job through it: the live bytes over its requests and frees. Setup builds
+// the weights (with a temporary freed after each layer); each iteration's forward keeps activations of a size that changes from one iteration to the next (dynamic
 // shapes) and frees a temporary after each layer, its backward frees the activations and makes
 // smaller gradients, with temporaries (so that it falls), and the step frees the gradients; the
 // first step also makes the optimizer's state, which stays (the level between iterations rises
