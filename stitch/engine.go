@@ -271,6 +271,9 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("stitch: reserving the %d-byte arena: %w", e.arenaSize, err)
 	}
 	e.arenaBase = base
+	// The slots of the whole arena up to a bound (1.5 MiB of them): grown one growth at a time,
+	// the slice was copied at each doubling, inside the iterations that reach a new peak.
+	e.slots = make([]slot, 0, min(e.arenaSize/e.g, maxPreallocSlots))
 	e.allocs = make(map[PhysHandle]*physAlloc)
 	e.loose = e.newLoose()
 	e.room = e.newRoom()

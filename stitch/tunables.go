@@ -134,6 +134,11 @@ const (
 	viewBytesPerArena = 16
 )
 
+// maxPreallocSlots bounds the arena slots New makes room for at once (24 bytes each: 1.5 MiB, a
+// 128 GiB arena of 2 MiB chunks); beyond it the slice grows as slices do. A bound on host memory,
+// not a policy.
+const maxPreallocSlots = 1 << 16
+
 // Places remembered per size (homes.go).
 const (
 	// maxHomes bounds the places remembered per size; the least recently used goes first. It

@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"time"
 
 	"github.com/gmlake/gmlake/baseline"
@@ -50,9 +51,10 @@ func main() {
 	stride := flag.Int("evict-stride", 64, "bytes between the writes of -evict: 64 writes every cache line, 4096 one line per page (the pages' translations are evicted, few lines)")
 	timed := flag.Bool("time", false, "print the wall time inside the allocator's calls per steady pair")
 	split := flag.Bool("split", false, "with -time, print the time per call by kind: free, and for gmlake alloc by outcome (exact match or not)")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the steady part to this file (go tool pprof)")
 	repeat := flag.Int("repeat", 1, "play the trace's iterations this many times; the steady part is then every repetition after the first")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: steady-replay [-evict BYTES] [-evict-stride BYTES] [-warm-only] [-time [-split]] [-repeat N] TRACE ALLOCATOR")
+		fmt.Fprintln(os.Stderr, "usage: steady-replay [-evict BYTES] [-evict-stride BYTES] [-warm-only] [-time [-split]] [-repeat N] [-cpuprofile FILE] TRACE ALLOCATOR")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -60,13 +62,13 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), flag.Arg(1), *evictBytes, *stride, *repeat, *warmOnly, *timed, *split); err != nil {
+	if err := run(flag.Arg(0), flag.Arg(1), *evictBytes, *stride, *repeat, *warmOnly, *timed, *split, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "steady-replay:", err)
 		os.Exit(1)
 	}
 }
 
-func run(path, name string, evictBytes, stride, repeat int, warmOnly, timed, split bool) error {
+func run(path, name string, evictBytes, stride, repeat int, warmOnly, timed, split bool, profile string) error {
 	t, err := bench.Load(path)
 	if err != nil {
 		return err
@@ -115,7 +117,20 @@ func run(path, name string, evictBytes, stride, repeat int, warmOnly, timed, spl
 	debug.SetGCPercent(-1)
 	r.evict, r.stride = make([]byte, evictBytes), stride
 	r.timed = timed
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
 	pairs, err := steadyPart(r, ops[cut:])
+	if profile != "" {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		return err
 	}

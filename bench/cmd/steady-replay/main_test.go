@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -24,7 +25,7 @@ func TestSplitCountsEveryAlloc(t *testing.T) {
 		require.NoError(t, err)
 		return n
 	}
-	out := captured(t, func() error { return run(trace, "gmlake", 0, 64, 2, false, true, true) })
+	out := captured(t, func() error { return run(trace, "gmlake", 0, 64, 2, false, true, true, "") })
 	pairs := num(t, out, `steady pairs (\d+)`)
 	exact := num(t, out, `alloc exact (\d+) x`)
 	other := num(t, out, `other (\d+) x`)
@@ -33,8 +34,13 @@ func TestSplitCountsEveryAlloc(t *testing.T) {
 	assert.Positive(t, other, "the steady iterations of a multi-scale trace re-carve")
 	assert.Positive(t, num(t, out, `steady free (\d+) x`))
 
-	out = captured(t, func() error { return run(trace, "gorgonia", 0, 64, 2, false, true, true) })
+	profile := filepath.Join(t.TempDir(), "steady.prof")
+	out = captured(t, func() error { return run(trace, "gorgonia", 0, 64, 2, false, true, true, profile) })
 	assert.Equal(t, num(t, out, `steady pairs (\d+)`), num(t, out, `steady alloc (\d+) x`))
+	prof, err := os.ReadFile(profile)
+	require.NoError(t, err)
+	require.Greater(t, len(prof), 2)
+	assert.Equal(t, []byte{0x1f, 0x8b}, prof[:2], "a CPU profile is gzip'd protobuf")
 }
 
 // captured runs fn and returns what it printed on standard output.
