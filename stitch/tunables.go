@@ -99,6 +99,15 @@ const (
 // iteration's driver time (neox20b 447 -> 166 ms) but cost gpt2xl-full-ckpt 1.0130 and
 // llama1b-full 1.0105 (targets 1.01), and unmarked the uncapped fragmentation of
 // opt1.3b-lora-ckpt 0.7% -> 6.6%: hence the first iteration is left to the headroom-sized handles.
+// Nor does it pay for large growths alone: deficit handles before an iteration is seen only for a
+// deficit of at least 4 (or 16) headroom-sized handles, each at most an eighth of the deficit or
+// not, measured at 0.5.0 on the 27 traces with a PyTorch step (gmlake-bench replay
+// --min-capacity, the H200's costs), marked: the largest warm-up iteration within 10% of the step
+// on 5-6 more (llama1b-full 247 -> 62 ms, neox20b 535 -> 76) and the largest steady one within 1%
+// on 1-2 more (llama7b-lora-ckpt-off 39.7 -> 4.7 ms), but capacity / peak active within 1.01 on 2
+// fewer: the GPT-2 family strands (gpt2xl-full-ckpt 1.0072 ->
+// 1.0148-1.0177, gpt2medium 1.0039 -> 1.0157-1.0170, gpt2-gradaccum 1.0048 -> 1.0162 at 16),
+// llama1b-full 1.0124 at 4, past PyTorch expandable segments' 1.012.
 // Judged on three traces recorded after this was fixed (testdata/heldout: DeBERTa-v2 MLM, GPT-2
 // medium with recomputation and a token budget, multi-scale ConvNeXt), marked: the largest steady
 // iteration 10.8 -> 1.6 ms and 24.6 -> 13.8, the ConvNeXt loop unchanged; capacity 1.0029 ->
