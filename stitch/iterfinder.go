@@ -36,6 +36,21 @@ package stitch
 // as if the caller marked those places: memos from the first boundary on (memo.go). Marks from the
 // caller win: the first MarkIteration turns the finder off for good (Engine.callerMarks) and drops
 // the memos of the iterations it found.
+//
+// Where it is late: the troughs it takes for beginnings in the first iteration's backward pass
+// (each lower than every trough before it) can lie a few requests apart, and the longest gap, 10
+// requests on the H200 ResNet-50 trace, then bounds the window to 64 such gaps, shorter than an
+// iteration: a trough of the second iteration's backward pass is taken too, the rise since it
+// is too small at the third iteration's beginning, and the finder finds the fourth on. Never marked,
+// that loop's first two steady steps on the GPU then stitch (57 and 35 driver calls; results/cnn,
+// H100 hosts, 2026-12-06). Measured and not taken: gaps shorter than iterMinRequests left out of
+// the window's bound finds that trace's third iteration and takes fewer troughs inside the first
+// two on eight traces, but finds the third on Mixtral and Faster R-CNN no longer (their level
+// rises once, and the shorter window had forgotten the lower troughs before it), which costs them
+// their steady-iteration target never marked, and ConvNeXt 1.0088 -> 1.0105 × its peak; a trough
+// that matches an earlier one's level with every trough between them higher (no window) finds the
+// third iteration on four more traces, but takes the micro-steps of gradient accumulation and the
+// repeated layers of LoRA runs for beginnings (hundreds a trace).
 type iterFinder struct {
 	seen    bool     // Engine.seenIteration when the first boundary was found (startFoundIteration)
 	count   uint64   // boundaries found (Stats.IterationsFound)
