@@ -34,7 +34,14 @@ import (
 //
 // Cost: one counter increment per request; when marked, one append per large request, and per exact
 // match of a large size a cursor step in the followed memo and a lookup of the block at the
-// memo's place by its pointer (BenchmarkExactPairMarked: the same as unmarked). Choosing a memo
+// memo's place by its pointer (BenchmarkExactPairMarked: the same as unmarked). An iteration
+// that follows the memo of another shape than the one before it re-carves a place at each
+// request whose size the cache does not hold there. Laying the memo's later places out as cached
+// blocks in one pass when the iteration begins to follow it (each place no live block uses and no
+// earlier place of the pass overlaps) was measured at 0.5.0 on the H200 ResNet-18 loop repeated
+// (steady-replay -time): 94% of the blocks laid out were taken by their requests, but the time
+// per pair fell 5% with the caches evicted between requests and rose 19% with them warm, the pass
+// walking every later entry of the memo: not taken. Choosing a memo
 // compares the iteration so far with each remembered one, once per iteration or hand-over. The
 // least recently seen memos are forgotten past maxRemembered requests in all (an iteration
 // identical to a remembered one replaces it): with dynamic padding a run may cycle through a
