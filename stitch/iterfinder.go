@@ -47,7 +47,8 @@ package stitch
 // the window's bound finds that trace's third iteration and takes fewer troughs inside the first
 // two on eight traces, but finds the third on Mixtral and Faster R-CNN no longer (their level
 // rises once, and the shorter window had forgotten the lower troughs before it), which costs them
-// their steady-iteration target never marked, and ConvNeXt 1.0088 -> 1.0105 × its peak; a trough
+// their steady-iteration target never marked, and ConvNeXt 1.0088 -> 1.0105 × its peak (a window
+// that reaches back to the last boundary found, within half the job, finds the same); a trough
 // that matches an earlier one's level with every trough between them higher (no window) finds the
 // third iteration on four more traces, but takes the micro-steps of gradient accumulation and the
 // repeated layers of LoRA runs for beginnings (hundreds a trace).
