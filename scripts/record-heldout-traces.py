@@ -697,6 +697,101 @@ def bart_summarization():
             "32-160 drawn per step"), build, step
 
 
+def lstm_seq2seq():
+    """A two-layer LSTM encoder-decoder (cuDNN): packed sources of varying lengths, targets of varying lengths."""
+    import torch
+    from torch import nn
+
+    class Seq2Seq(nn.Module):
+        def __init__(self, vocab=32000, dim=1024):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, dim)
+            self.enc = nn.LSTM(dim, dim, num_layers=2, batch_first=True)
+            self.dec = nn.LSTM(dim, dim, num_layers=2, batch_first=True)
+            self.out = nn.Linear(dim, vocab)
+
+        def forward(self, src, lengths, tgt):
+            packed = nn.utils.rnn.pack_padded_sequence(self.emb(src), lengths, batch_first=True, enforce_sorted=False)
+            _, state = self.enc(packed)
+            y, _ = self.dec(self.emb(tgt[:, :-1]), state)
+            return nn.functional.cross_entropy(self.out(y).flatten(0, 1).float(), tgt[:, 1:].flatten())
+
+    def build():
+        return training(Seq2Seq().cuda())
+
+    def step(state, i, rng):
+        m, opt = state
+        b, n = 32, rng.randint(32, 256)
+        lengths = torch.tensor([rng.randint(n // 2, n) for _ in range(b)])  # on the host, as packing wants
+        src = torch.randint(0, 32000, (b, n), device="cuda")
+        tgt = torch.randint(0, 32000, (b, rng.randint(16, 128)), device="cuda")
+        bf16_step(m, opt, lambda: m(src, lengths, tgt))
+
+    return ("LSTM encoder-decoder (2+2 layers, hidden 1024, vocabulary 32k), full FT, batch 32: packed sources of "
+            "lengths n/2-n, n drawn from 32-256, targets 16-128"), build, step
+
+
+def dlrm_embeddings():
+    """DLRM-style recommender: eight embedding bags of 500k rows (dense gradients) and two MLPs, bag sizes drawn per step."""
+    import torch
+    from torch import nn
+
+    tables, rows, dim = 8, 500_000, 64
+
+    class DLRM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.ModuleList(nn.EmbeddingBag(rows, dim, mode="sum") for _ in range(tables))
+            self.bot = nn.Sequential(nn.Linear(13, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, dim))
+            self.top = nn.Sequential(nn.Linear(dim * (tables + 1), 1024), nn.ReLU(), nn.Linear(1024, 512), nn.ReLU(),
+                                     nn.Linear(512, 1))
+
+        def forward(self, dense, idx, offs):
+            z = [self.bot(dense).float()] + [e(i, o) for e, i, o in zip(self.emb, idx, offs)]
+            return self.top(torch.cat(z, 1)).squeeze(1)
+
+    def build():
+        return training(DLRM().cuda())
+
+    def step(state, i, rng):
+        m, opt = state
+        b = 4096
+        dense = torch.randn(b, 13, device="cuda")
+        idx, offs = [], []
+        for _ in range(tables):
+            per = rng.randint(1, 20)
+            idx.append(torch.randint(0, rows, (b * per,), device="cuda"))
+            offs.append(torch.arange(0, b * per, per, device="cuda"))
+        y = torch.rand(b, device="cuda")
+        bf16_step(m, opt, lambda: nn.functional.binary_cross_entropy_with_logits(m(dense, idx, offs).float(), y))
+
+    return ("DLRM-style recommender: 8 embedding bags of 500k x 64 (dense gradients, AdamW), bottom and top MLPs, "
+            "batch 4096, bag size 1-20 drawn per table and step"), build, step
+
+
+def vit_dynres():
+    """timm ViT-B/16 with dynamic image size: each step's side drawn from six, the batch scaled to keep pixels."""
+    import torch
+
+    sizes = {128: 128, 192: 64, 224: 48, 256: 36, 320: 24, 384: 16}
+
+    def build():
+        import timm
+
+        m = timm.create_model("vit_base_patch16_224", pretrained=False, num_classes=1000, dynamic_img_size=True).cuda()
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        s = rng.choice(sorted(sizes))
+        x = torch.randn(sizes[s], 3, s, s, device="cuda")
+        y = torch.randint(0, 1000, (sizes[s],), device="cuda")
+        bf16_step(m, opt, lambda: torch.nn.functional.cross_entropy(m(x), y))
+
+    return ("timm ViT-B/16 (86M) with dynamic image size, full FT: side and batch drawn together from 128/128, "
+            "192/64, 224/48, 256/36, 320/24, 384/16 (token count varies per step)"), build, step
+
+
 WORKLOADS = {
     "t5base-encdec-full": t5_encdec,
     "mixtral-moe-full": mixtral_moe,
@@ -721,6 +816,9 @@ WORKLOADS = {
     "gpt2-evalinterleaved-full": gpt2_eval_interleaved,
     "dcgan-full": dcgan_full,
     "bart-summarization-full": bart_summarization,
+    "lstm-seq2seq-full": lstm_seq2seq,
+    "dlrm-embeddings-full": dlrm_embeddings,
+    "vit-dynres-full": vit_dynres,
 }
 
 
