@@ -126,15 +126,12 @@ func (e *Engine) growParts(parts []uint64) error {
 	if e.holes > 0 {
 		e.holeFrom = scanned
 	}
-	if len(made) == 0 {
-		return nil
-	}
 	hw := e.highWater()
-	if end := made[len(made)-1].first + made[len(made)-1].n; end > hw {
-		e.slots = append(e.slots, make([]slot, end-hw)...) // the last run is the highest
-	}
 	var joined span // consecutive handles join the loose set as one range
 	for _, pa := range made {
+		if end := pa.first + pa.n; end > uint64(len(e.slots)) {
+			e.slots = append(e.slots, make([]slot, end-uint64(len(e.slots)))...)
+		}
 		for i := uint64(0); i < pa.n; i++ {
 			s := &e.slots[pa.first+i]
 			if !s.present && pa.first+i < hw {
@@ -144,16 +141,17 @@ func (e *Engine) growParts(parts []uint64) error {
 		}
 		e.allocs[pa.h] = &physAlloc{h: pa.h, first: pa.first, n: pa.n}
 		e.reserved += pa.n * e.g
-		if s := (span{start: pa.first * e.g, end: (pa.first + pa.n) * e.g}); joined.end > 0 && s.start == joined.end {
-			joined.end = s.end
-		} else {
-			if joined.end > 0 {
+		if start := pa.first * e.g; start != joined.end {
+			if joined.end > joined.start {
 				e.loose.insert(joined)
 			}
-			joined = s
+			joined.start = start
 		}
+		joined.end = (pa.first + pa.n) * e.g
 	}
-	e.loose.insert(joined)
+	if joined.end > joined.start {
+		e.loose.insert(joined)
+	}
 	e.peakReserved = max(e.peakReserved, e.reserved)
 	return nil
 }
