@@ -7,6 +7,7 @@ import (
 
 	"github.com/gmlake/gmlake/internal/adamw"
 	"github.com/gmlake/gmlake/train/vm"
+	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
@@ -81,6 +82,22 @@ func (o *optimizer) Step(params []*tensor.Dense, grads [][]float32) (float64, er
 		step.Apply(w, g, st.m.Data().([]float32), st.v.Data().([]float32), scale)
 	}
 	return norm, nil
+}
+
+// StepMachine is Step over the trainable nodes params (named names), their values the parameters,
+// with the gradients grads[i] as machine m computed them.
+func (o *optimizer) StepMachine(m *vm.Machine, params, grads []*gorgonia.Node, names []string) (float64, error) {
+	ws := make([]*tensor.Dense, len(params))
+	gs := make([][]float32, len(grads))
+	for i, p := range params {
+		ws[i] = p.Value().(*tensor.Dense)
+		g, ok := m.Value(grads[i]).Data().([]float32)
+		if !ok {
+			return 0, fmt.Errorf("train: gradient of %s is not float32", names[i])
+		}
+		gs[i] = g
+	}
+	return o.Step(ws, gs)
 }
 
 func (o *optimizer) stateFor(p *tensor.Dense) (*adamState, error) {

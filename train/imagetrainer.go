@@ -87,17 +87,7 @@ func (t *ImageTrainer) Step(b ImageBatch) (ImageStepResult, error) {
 		return ImageStepResult{}, err
 	}
 	defer c.m.Reset()
-	params := make([]*tensor.Dense, len(c.g.Params))
-	grads := make([][]float32, len(c.g.Grads))
-	for i, p := range c.g.Params {
-		params[i] = p.Value().(*tensor.Dense)
-		g, ok := c.m.Value(c.g.Grads[i]).Data().([]float32)
-		if !ok {
-			return ImageStepResult{}, fmt.Errorf("train: gradient of %s is not float32", c.g.Names[i])
-		}
-		grads[i] = g
-	}
-	norm, err := t.opt.Step(params, grads)
+	norm, err := t.opt.StepMachine(c.m, c.g.Params, c.g.Grads, c.g.Names)
 	if err != nil {
 		return ImageStepResult{}, err
 	}

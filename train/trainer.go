@@ -90,17 +90,7 @@ func (t *Trainer) Step(ids [][]int) (StepResult, error) {
 		return StepResult{}, err
 	}
 	defer c.train.Reset()
-	params := make([]*tensor.Dense, len(c.g.Params))
-	grads := make([][]float32, len(c.g.Grads))
-	for i, p := range c.g.Params {
-		params[i] = p.Value().(*tensor.Dense)
-		g, ok := c.train.Value(c.g.Grads[i]).Data().([]float32)
-		if !ok {
-			return StepResult{}, fmt.Errorf("train: gradient of %s is not float32", c.g.Names[i])
-		}
-		grads[i] = g
-	}
-	norm, err := t.opt.Step(params, grads)
+	norm, err := t.opt.StepMachine(c.train, c.g.Params, c.g.Grads, c.g.Names)
 	if err != nil {
 		return StepResult{}, err
 	}
