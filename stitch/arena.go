@@ -40,7 +40,7 @@ func (e *Engine) growthExtra(n uint64) uint64 {
 
 // peakAhead is how many chunks beyond need a growth creates once the engine has seen an iteration
 // (seenIteration): as many as the current iteration has grown so far (grownIter), at most
-// 1/deficitHeadroomShare of what the capacity allows beyond the need, and 0 with fixed handles.
+// deficitBytes of what the capacity allows beyond the need, and 0 with fixed handles.
 // An iteration that passes the job's peak (a longer sequence, a larger batch) then grows in a few
 // ever larger handles, where it would make one per request. The bytes ahead are loose memory that
 // the iteration's next requests take; tunables.go says what it was measured to cost and save.
@@ -52,7 +52,7 @@ func (e *Engine) peakAhead(need uint64) uint64 {
 	if used >= e.capacity {
 		return 0
 	}
-	return min(e.grownIter, (e.capacity-used)/deficitHeadroomShare, maxHandleBytes) / e.g
+	return min(e.grownIter, e.deficitBytes(e.capacity-used)) / e.g
 }
 
 // grow creates n chunks in free arena slots (holes left by EmptyCache first, lowest first, then

@@ -11,10 +11,16 @@ import (
 )
 
 // deficitHandle is the largest handle that holds what a growth lacks once an iteration has been
-// seen: the chunks within 1/1024 of the headroom, at most 1 GiB.
-func deficitHandle(capacity, reserved uint64) uint64 {
+// seen: the chunks within 1/1024 of the headroom; once the caller has marked a whole iteration
+// (markedWhole), within the headroom times its share of the capacity over 256; at most 1 GiB.
+func deficitHandle(capacity, reserved uint64, markedWhole bool) uint64 {
 	const g = 2 << 20
-	return min((capacity-reserved)/1024, 1<<30) / g * g
+	room := capacity - reserved
+	bound := room / 1024
+	if markedWhole {
+		bound = uint64(float64(room) * (float64(room) / float64(capacity)) / 256)
+	}
+	return min(bound, 1<<30) / g * g
 }
 
 // growthOf allocates size bytes and returns the sizes of the handles that request created.
@@ -29,10 +35,10 @@ func growthOf(t *testing.T, e *stitch.Engine, d *createLog, size uint64) []uint6
 
 // deficitHandles checks that a growth of the given handles, made with reserved bytes held under
 // capacity, holds its deficit in handles of deficitHandle's size, the last one short.
-func deficitHandles(t *testing.T, sizes []uint64, capacity, reserved uint64) {
+func deficitHandles(t *testing.T, sizes []uint64, capacity, reserved uint64, markedWhole bool) {
 	t.Helper()
 	require.NotEmpty(t, sizes, "the request grows")
-	bound := deficitHandle(capacity, reserved)
+	bound := deficitHandle(capacity, reserved, markedWhole)
 	for i, s := range sizes {
 		assert.LessOrEqual(t, s, bound, "handle %d", i)
 		if i < len(sizes)-1 {
@@ -43,16 +49,20 @@ func deficitHandles(t *testing.T, sizes []uint64, capacity, reserved uint64) {
 
 // TestDeficitHandleOnceMarkedIterationSeen: with iterations marked, the growths of the first
 // iteration make handles sized to the headroom; once an iteration is remembered, what a growth
-// lacks is made as one handle (within 1/1024 of the headroom), so that a new peak's excess costs a
-// few VMM calls rather than one per headroom-sized handle.
+// lacks is made as one handle (within the headroom times its share of the capacity over 256), so
+// that a new peak's excess costs a few VMM calls rather than one per headroom-sized handle: larger
+// handles than 1/1024 of the headroom far from the capacity, smaller near it.
 func TestDeficitHandleOnceMarkedIterationSeen(t *testing.T) {
 	const mib, gib = uint64(1 << 20), uint64(1 << 30)
 	for _, tc := range []struct {
 		name     string
 		capacity uint64
+		first    uint64 // the first iteration's request
+		vs1024   int    // the deficit's handles against 1/1024 of the headroom
 	}{
-		{"one handle", 1 << 40},      // 1/1024 of the headroom is past 1 GiB: the deficit is one handle
-		{"headroom bound", 64 * gib}, // 1/1024 of the headroom, 62 MiB, binds
+		{"one handle", 1 << 40, 300 * mib, 0},             // the bound is past 1 GiB: the deficit is one handle
+		{"far from the capacity", 64 * gib, 300 * mib, 1}, // the headroom is almost all of it: about 4 x 1/1024 of it
+		{"near the capacity", 64 * gib, 52 * gib, -1},     // under a fifth of it: smaller than 1/1024 of it
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &createLog{Driver: sim.New(sim.WithCapacity(tc.capacity))}
@@ -61,7 +71,7 @@ func TestDeficitHandleOnceMarkedIterationSeen(t *testing.T) {
 			defer func() { require.NoError(t, e.Close()) }()
 
 			e.MarkIteration()
-			first := growthOf(t, e, d, 300*mib)
+			first := growthOf(t, e, d, tc.first)
 			for i, s := range first {
 				assert.LessOrEqual(t, s, headroomHandle(tc.capacity, 0), "first iteration, handle %d", i)
 			}
@@ -73,14 +83,20 @@ func TestDeficitHandleOnceMarkedIterationSeen(t *testing.T) {
 			e.MarkIteration() // the first iteration is remembered
 			reserved := e.Stats().ReservedBytes
 			sizes := growthOf(t, e, d, 900*mib)
-			deficitHandles(t, sizes, tc.capacity, reserved)
+			deficitHandles(t, sizes, tc.capacity, reserved, true)
 			var sum uint64
 			for _, s := range sizes {
 				sum += s
 			}
 			assert.Equal(t, e.Stats().ReservedBytes-reserved, sum, "the handles are the growth")
-			if tc.capacity == 1<<40 {
+			linear := deficitHandle(tc.capacity, reserved, false)
+			switch tc.vs1024 {
+			case 0:
 				assert.Len(t, sizes, 1, "the deficit is one handle")
+			case 1:
+				assert.Greater(t, sizes[0], linear, "far from the capacity: larger than 1/1024 of the headroom")
+			default:
+				assert.Less(t, sizes[0], linear, "near the capacity: smaller than 1/1024 of the headroom")
 			}
 		})
 	}
@@ -140,8 +156,25 @@ func TestDeficitHandleUnmarked(t *testing.T) {
 		}
 		reserved := e.Stats().ReservedBytes
 		sizes := growthOf(t, e, d, 1024*mib)
-		deficitHandles(t, sizes, capacity, reserved)
+		deficitHandles(t, sizes, capacity, reserved, false)
 		assert.Len(t, sizes, 1, "the deficit is one handle")
+	})
+
+	t.Run("iterations found", func(t *testing.T) {
+		// Never marked, the deficit's handles stay within 1/1024 of the headroom once the finder
+		// has found iterations: its first boundaries may lie in a job's setup.
+		const capacity = 64 << 30
+		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
+		e, err := stitch.New(d)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, e.Close()) }()
+		for range 40 {
+			unmarkedStep(t, e, step...)
+		}
+		require.Positive(t, e.Stats().IterationsFound)
+		reserved := e.Stats().ReservedBytes
+		sizes := growthOf(t, e, d, 1024*mib)
+		deficitHandles(t, sizes, capacity, reserved, false)
 	})
 
 	t.Run("a repeat while the memory is built", func(t *testing.T) {
@@ -167,20 +200,24 @@ func TestDeficitHandleUnmarked(t *testing.T) {
 
 // TestDeficitHandleMarkedFirstIteration: marked once, the engine takes the iteration as seen
 // inside it when its requests repeat (the micro-steps of gradient accumulation), as it does
-// unmarked: a new peak's deficit is then one handle.
+// unmarked: a new peak's deficit is then one handle, or handles within 1/1024 of the headroom
+// (no iteration is remembered yet).
 func TestDeficitHandleMarkedFirstIteration(t *testing.T) {
 	const mib = uint64(1 << 20)
-	const capacity = uint64(1 << 40)
-	d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
-	e, err := stitch.New(d)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, e.Close()) }()
-	e.MarkIteration()
-	for range 3 { // the micro-steps of one iteration
-		unmarkedStep(t, e, 64*mib, 32*mib, 96*mib)
+	for _, capacity := range []uint64{1 << 40, 64 << 30} {
+		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
+		e, err := stitch.New(d)
+		require.NoError(t, err)
+		e.MarkIteration()
+		for range 3 { // the micro-steps of one iteration
+			unmarkedStep(t, e, 64*mib, 32*mib, 96*mib)
+		}
+		reserved := e.Stats().ReservedBytes
+		sizes := growthOf(t, e, d, 1024*mib)
+		deficitHandles(t, sizes, capacity, reserved, false)
+		if capacity == 1<<40 {
+			assert.Len(t, sizes, 1, "the deficit is one handle")
+		}
+		require.NoError(t, e.Close())
 	}
-	reserved := e.Stats().ReservedBytes
-	sizes := growthOf(t, e, d, 1024*mib)
-	deficitHandles(t, sizes, capacity, reserved)
-	assert.Len(t, sizes, 1, "the deficit is one handle")
 }

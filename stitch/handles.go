@@ -78,7 +78,19 @@ func (e *Engine) deficitUnit(need uint64) uint64 {
 	if held >= e.capacity {
 		return 0
 	}
-	return min(need, min((e.capacity-held)/deficitHeadroomShare, maxHandleBytes)/e.g)
+	return min(need, e.deficitBytes(e.capacity-held)/e.g)
+}
+
+// deficitBytes is the most bytes one handle of a growth's deficit (deficitUnit) or of the bytes
+// made ahead of a new peak (peakAhead) may hold when room bytes are left below the capacity:
+// 1/deficitHeadroomShare of the room, at most maxHandleBytes. Once the caller has marked a whole
+// iteration, the room times its share of the capacity over deficitMarkedShare instead: larger
+// handles far from the capacity, the same at a quarter of it, smaller nearer (tunables.go says why).
+func (e *Engine) deficitBytes(room uint64) uint64 {
+	if !e.callerMarks || len(e.memos) == 0 {
+		return min(room/deficitHeadroomShare, maxHandleBytes)
+	}
+	return min(uint64(float64(room)*(float64(room)/float64(e.capacity))/deficitMarkedShare), maxHandleBytes)
 }
 
 // handleUnit is the size, in chunks, of the handles a growth creates: the handle size if

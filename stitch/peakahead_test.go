@@ -58,7 +58,7 @@ func TestPeakAheadOnceIterationSeen(t *testing.T) {
 			grown++
 			creates += len(d.sizes)
 			for j, s := range d.sizes {
-				assert.LessOrEqual(t, s, deficitHandle(capacity, reserved), "request %d, handle %d", i, j)
+				assert.LessOrEqual(t, s, deficitHandle(capacity, reserved, true), "request %d, handle %d", i, j)
 			}
 		}
 	}

@@ -132,6 +132,31 @@ const (
 // opt1.3b-full 25.5-26.7 -> 11.8-14.5, llama7b-lora-ckpt-off 83-88 -> 67-69.
 const deficitHeadroomShare = 1024
 
+// Once the caller has marked a whole iteration (a memo of one is remembered), the share bounding a
+// deficit handle and the bytes ahead (deficitBytes, handles.go) follows how scarce memory is: the
+// room below the capacity times its share of the capacity, over deficitMarkedShare. At a quarter
+// of the capacity left it is the rule above; a job that holds a third of the device (llama1b-full
+// on an H200's 141 GiB: 42 GiB held when its longer sequences arrive) makes its new peak in
+// handles 2.8 times larger (about 270 MiB instead of 97), and near the capacity, where a minimum
+// capacity is decided, the handles are smaller than before (an eighth of the capacity left: half).
+// Larger handles make a new peak's growth and every later stitch over them touch fewer handles.
+// Measured with gmlake-bench replay --min-capacity (the H200's costs, marked) on the 27 shared and
+// held-out traces with a PyTorch step: the largest steady iteration within 1% of the step on 19
+// instead of 16 (Faster R-CNN 3.2 -> 2.3 ms, the UNet 2.2 -> 0, the multi-crop ViT-S 0.9 -> 0.6;
+// llama1b-full 11.7 -> 7.9, opt1.3b-full 5.5 -> 2.9, still above), and on 2 of the 6 traces
+// recorded after 0.4.10 (the GPT-2 loop with evaluation 1.9 -> 0.4 ms, the dynamic-resolution ViT
+// 0.26 -> 0.20); summed over all 38 traces 205 -> 157 ms. Capacity / peak active within target on
+// all 27 as before, its mean over the 38 1.0046 -> 1.0049, higher on bert-base 1.0018 -> 1.0041,
+// DeBERTa-v2 1.0070 -> 1.0094 and the gpu-train OPT-1.3B trace 1.0061 -> 1.0088; 0 calls in the
+// fourth repetition everywhere; warm-up unchanged (iteration 0 has no memo). The factor matters less
+// than the gate: a share of 512 or 128 (2 or 8 times the rule above at the whole capacity) meets
+// as many steady targets (23 of the 33 traces with a step) but loses one capacity target each (the gradient-accumulation
+// GPT-2 replays at 1.0048 x its peak and runs out at 1.018 x: bisected, 1.0215; DeBERTa-v2 1.0113).
+// Without the gate, from a marked first iteration's micro-steps on, gradient accumulation strands
+// (1.0161); never marked, the finder's first boundaries can lie in a job's setup (ConvNeXt
+// 1.0088 -> 1.0123 x with the rule, and no more steady targets met): there the rule above stays.
+const deficitMarkedShare = 256
+
 // Defaults the options derive from others (New).
 const (
 	// pageThresholds: the default page is this many times the small threshold (rounded up to
