@@ -12,9 +12,11 @@
 // request and as many requests since the last growth as before it), what a growth lacks is a new
 // peak's excess and is made as one handle, within 1/1024 of that headroom (deficitUnit), so that
 // a new peak costs a few VMM calls; such a growth also makes, ahead of the iteration's next
-// requests, as much as the iteration has grown so far, within the same 1/1024 (peakAhead, arena.go),
+// requests, as much as the iteration has grown so far, within the same bound (peakAhead, arena.go),
 // so that a new peak of many requests grows in a few ever larger handles rather than one per
-// request. WithHandleSize fixes one size instead. At New the engine
+// request. Once the caller has marked a whole iteration the bound follows how scarce memory is:
+// the headroom times its share of the capacity over 256 (deficitBytes), larger far from the
+// capacity and smaller near it. WithHandleSize fixes one size instead. At New the engine
 // reserves one virtual range as large as the capacity (the arena) and maps every handle it
 // creates, whole, at fixed slots of it (one slot per chunk of G bytes), for as long as the handle
 // lives. So an arena offset names a physical byte: a free range, a block's bytes and a stitched
