@@ -19,10 +19,12 @@ import (
 // iteration is paid by the step after the memo source (payShapeFlush), not inside the lookup.
 
 // proposal is a place a source proposes for a request: a home to take, flushing the cached blocks
-// that lie there, or (pieces set) free pieces to map under a new view.
+// that lie there, (pieces set) free pieces to map under a new view, or (grow set) new memory in
+// their stead.
 type proposal struct {
 	at     home
 	pieces []span
+	grow   bool
 	out    Outcome
 	// under: the cached blocks at the home, when the source found them (known): the memo's
 	// place, whose lookup walks them (placeUnder)
@@ -73,6 +75,12 @@ func (e *Engine) placeFrom(r uint64, sources ...func(*Engine, uint64) (proposal,
 		p, ok := src(e, r)
 		if !ok {
 			continue
+		}
+		if p.grow {
+			if b, err := e.growAnew(r); b != nil || err != nil {
+				return b, OutcomeNewChunks, err
+			}
+			// The driver refused the memory: the pieces are stitched after all.
 		}
 		b, err := e.take(p, r)
 		if err != nil {
@@ -158,12 +166,70 @@ func (e *Engine) proposeIdle(r uint64) (proposal, bool) {
 
 func (e *Engine) proposeStitch(r uint64) (proposal, bool) {
 	pieces, _ := e.stitchPlan(r)
-	return proposal{pieces: pieces, out: OutcomeStitch}, pieces != nil
+	return e.stitchOrGrow(r, pieces), pieces != nil
 }
 
 func (e *Engine) proposeIdleStitch(r uint64) (proposal, bool) {
 	pieces, _ := e.idlePlan(r)
-	return proposal{pieces: pieces, out: OutcomeStitch}, pieces != nil
+	return e.stitchOrGrow(r, pieces), pieces != nil
+}
+
+// stitchOrGrow proposes pieces, a plan to stitch r bytes, or new memory in their stead where that
+// is the cheaper in the driver and the device has room for it (growsCheaper).
+func (e *Engine) stitchOrGrow(r uint64, pieces []span) proposal {
+	return proposal{pieces: pieces, grow: pieces != nil && e.growsCheaper(r, pieces), out: OutcomeStitch}
+}
+
+// growAnew makes r bytes of new memory (growsCheaper), with the bytes ahead of a new peak as a
+// growth at the end of the chain makes them. nil, and nothing changed, when the driver (or the
+// capacity) refuses the memory.
+func (e *Engine) growAnew(r uint64) (*block, error) {
+	need := (r + e.g - 1) / e.g
+	ahead := e.peakAhead(need)
+	n := need + max(ahead, e.growthExtra(need))
+	if err := e.grow(n, need+ahead); err != nil {
+		if errors.Is(err, ErrOutOfMemory) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	e.grownIter += n * e.g
+	if b, _, _ := e.placeFrom(r, (*Engine).proposeLoose); b != nil {
+		return b, nil
+	}
+	// The new handles filled holes of the arena apart: the end of the chain joins them.
+	b, _, err := e.placeInNewMemory(r)
+	return b, err
+}
+
+// growsCheaper reports whether r bytes are better made anew than stitched from pieces: from the
+// growInsteadMemos-th iteration the caller marked on, when the stitch would map more than
+// growInsteadHandles times as many handles as the growth would create (every VMM call costs per
+// handle), and the growth leaves a growInsteadRoomShare-th of the capacity free and the memory held
+// below the job's peak live bytes and a growInsteadHeldShare-th of them. The pieces stay free
+// for the requests that fit them; under a capacity that leaves no such room, the engine stitches
+// as before (tunables.go says what it trades).
+func (e *Engine) growsCheaper(r uint64, pieces []span) bool {
+	if !e.callerMarks || len(e.memos) < growInsteadMemos || e.cfg.handleSize > 0 {
+		return false
+	}
+	held := e.reserved + e.orphanBytes
+	need := (r + e.g - 1) / e.g * e.g
+	if held+need > e.capacity || (e.capacity-held-need)*growInsteadRoomShare < e.capacity ||
+		held+need >= e.peakLive+e.peakLive/growInsteadHeldShare {
+		return false
+	}
+	unit := min(need, e.deficitBytes(e.capacity-held)/e.g*e.g)
+	if unit == 0 {
+		return false
+	}
+	handles := uint64(0)
+	for _, p := range pieces {
+		for at := p.start; at < p.end; handles++ {
+			at = e.handleSpan(at).end
+		}
+	}
+	return handles > growInsteadHandles*((need+unit-1)/unit)
 }
 
 // payShapeFlushStep is payShapeFlush as a step of the chain.

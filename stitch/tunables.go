@@ -157,6 +157,38 @@ const deficitHeadroomShare = 1024
 // 1.0088 -> 1.0123 x with the rule, and no more steady targets met): there the rule above stays.
 const deficitMarkedShare = 256
 
+// Growing instead of stitching (growsCheaper, chain.go). Every VMM call costs per handle, and the
+// first iteration's handles are headroom-sized (8-16 MiB on an H200): a new shape's 3 GiB block
+// stitched over them maps about 375 handles (12 ms; neox20b's sixth iteration stitches three), where
+// growing it anew makes a few. So once the caller's marks have shown iterations of two shapes (two
+// memos: a job of one shape pays a stitch once, and is left as it was), a request the chain would
+// stitch over more than growInsteadHandles times the handles a growth would make is grown instead,
+// when after the growth a growInsteadRoomShare-th of the capacity is still free and the memory held
+// stays below the job's peak live bytes and a growInsteadHeldShare-th of them. The pieces stay
+// free; near the capacity, where a minimum capacity is decided, the engine stitches as before, and
+// when the driver refuses the memory too. Measured with gmlake-bench replay --min-capacity (the
+// H200's costs, marked) on the 27 shared and held-out traces with a PyTorch step: the largest
+// steady iteration within 1% of the step on 25 instead of 19 (neox20b 32.5 -> 1.8 ms, GPT-2 medium
+// 12.4 -> 1.2, llama7b-lora-ckpt-off 38.7 -> 1.5, wav2vec 2.0 3.9 -> 0.1, the two OPT LoRA traces
+// 11.5 -> 7.6 and 10.8 -> 7.4, DeBERTa-v2 1.2 -> 0.7, opt1.3b-full 2.9 -> 2.0; llama1b-full 7.9 ->
+// 5.1 and opt1.3b-lora-ckpt still above), on all 6 traces recorded after 0.4.10 (4 before);
+// capacity / peak active and the warm-up the same on every trace; 0 calls in the fourth
+// repetition. What it costs is memory held far from the capacity: peak reserved / peak active with
+// no capacity limit (an H200's 141 GiB) 1.063 -> 1.145 in the mean over the 38 traces of the
+// project, at most 1.49 (GPT-2 medium, from 1.05; the two OPT LoRA traces 1.01 -> 1.39 and 1.24,
+// llama7b-lora-ckpt-off 1.007 -> 1.25); WithCapacity bounds it. Measured and not taken: no bound on
+// the memory held (the same 31 of the 33 traces with a step, reserved / active up to 1.93); from
+// the first memo on (a one-shape job such as llama-packed-lora-ckpt then holds 1.43 x its peak to
+// save one 2 ms stitch), where a bound of a quarter or an eighth of the peak met 28 and 26 of the
+// 33 (the eighth lost a capacity target) and half of it 31; a ratio of 4 or 8 handles (30 of the
+// 33, a capacity target lost each).
+const (
+	growInsteadMemos     = 2
+	growInsteadHandles   = 2
+	growInsteadRoomShare = 4
+	growInsteadHeldShare = 2
+)
+
 // Defaults the options derive from others (New).
 const (
 	// pageThresholds: the default page is this many times the small threshold (rounded up to
