@@ -792,6 +792,86 @@ def vit_dynres():
             "192/64, 224/48, 256/36, 320/24, 384/16 (token count varies per step)"), build, step
 
 
+def llama_rollout_lora():
+    """Llama-style policy, RLHF-style: responses sampled with a growing KV cache, then a LoRA update on them."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    def build():
+        cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=12,
+                          num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=2048)
+        with torch.device("cuda"):
+            m = LlamaForCausalLM(cfg).to(torch.bfloat16)
+        m = get_peft_model(m, LoraConfig(r=16, lora_alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        b, prompt, new = 8, rng.randint(64, 512), rng.randint(32, 128)
+        x = torch.randint(0, 32000, (b, prompt), device="cuda")
+        m.eval()
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+            seq = m.generate(input_ids=x, attention_mask=torch.ones_like(x), max_new_tokens=new, min_new_tokens=new,
+                             do_sample=True, top_k=50, pad_token_id=0)
+        m.train()
+        adv = torch.randn(b, 1, device="cuda")
+
+        def loss():
+            logp = torch.log_softmax(m(input_ids=seq).logits[:, prompt - 1:-1].float(), -1)
+            taken = logp.gather(-1, seq[:, prompt:, None]).squeeze(-1)
+            return -(taken * adv).mean()
+
+        bf16_step(m, opt, loss)
+
+    return ("Llama-style policy (12 layers, hidden 2048, GQA 16/4), base frozen bf16, LoRA r=16 on q/k/v/o, RLHF-style: "
+            "batch 8, prompts of 64-512 tokens, 32-128 new tokens sampled with the KV cache, then a policy-gradient "
+            "update on prompt and response"), build, step
+
+
+def clip_contrastive():
+    """CLIP-style dual encoder: ViT-B/16 image tower and a text transformer, batch and caption length drawn per step."""
+    import torch
+    from transformers import CLIPConfig, CLIPModel
+
+    def build():
+        cfg = CLIPConfig(text_config=dict(max_position_embeddings=77), vision_config=dict(image_size=224, patch_size=16))
+        with torch.device("cuda"):
+            m = CLIPModel(cfg)
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        b, n = rng.choice([128, 192, 256]), rng.randint(8, 77)
+        px = torch.randn(b, 3, 224, 224, device="cuda")
+        ids = torch.randint(1, 49000, (b, n), device="cuda")
+        bf16_step(m, opt, lambda: m(input_ids=ids, pixel_values=px, return_loss=True).loss)
+
+    return ("CLIP-style dual encoder (ViT-B/16 image tower, 12-layer text tower), full FT: batch 128/192/256 and "
+            "caption length 8-77 drawn per step, the b x b similarity and its contrastive loss"), build, step
+
+
+def mamba_lm():
+    """Mamba state-space LM (PyTorch's sequential scan, no fused kernel), lengths drawn per step."""
+    import torch
+    from transformers import MambaConfig, MambaForCausalLM
+
+    def build():
+        cfg = MambaConfig(vocab_size=32000, hidden_size=768, num_hidden_layers=6, state_size=16, use_mambapy=False)
+        with torch.device("cuda"):
+            m = MambaForCausalLM(cfg)
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        b, n = 8, rng.randint(32, 128)
+        x = torch.randint(0, 32000, (b, n), device="cuda")
+        bf16_step(m, opt, lambda: m(input_ids=x, labels=x).loss)
+
+    return ("Mamba state-space LM (6 layers, hidden 768, state 16) in PyTorch's sequential scan, full FT, batch 8, "
+            "lengths 32-128"), build, step
+
+
 WORKLOADS = {
     "t5base-encdec-full": t5_encdec,
     "mixtral-moe-full": mixtral_moe,
@@ -819,6 +899,9 @@ WORKLOADS = {
     "lstm-seq2seq-full": lstm_seq2seq,
     "dlrm-embeddings-full": dlrm_embeddings,
     "vit-dynres-full": vit_dynres,
+    "llama-rollout-lora": llama_rollout_lora,
+    "clip-contrastive-full": clip_contrastive,
+    "mamba-lm-full": mamba_lm,
 }
 
 
