@@ -176,10 +176,16 @@ const deficitMarkedShare = 256
 // 11.5 -> 7.6 and 10.8 -> 7.4, DeBERTa-v2 1.2 -> 0.7, opt1.3b-full 2.9 -> 2.0; llama1b-full 7.9 ->
 // 5.1 and opt1.3b-lora-ckpt still above), on all 6 traces recorded after 0.4.10 (4 before);
 // capacity / peak active and the warm-up the same on every trace; 0 calls in the fourth
-// repetition. What it costs is memory held far from the capacity: peak reserved / peak active with
-// no capacity limit (an H200's 141 GiB) 1.063 -> 1.145 in the mean over the 38 traces of the
+// repetition. What it costs is memory held far from the capacity: peak reserved / peak active
+// with no capacity limit (an H200's 141 GiB) 1.063 -> 1.145 in the mean over the 38 traces of the
 // project, at most 1.49 (GPT-2 medium, from 1.05; the two OPT LoRA traces 1.01 -> 1.39 and 1.24,
-// llama7b-lora-ckpt-off 1.007 -> 1.25); WithCapacity bounds it. Measured and not taken: no bound on
+// llama7b-lora-ckpt-off 1.007 -> 1.25); WithCapacity bounds it. Never marked the engine keeps its
+// reserved memory near the live peak with no capacity limit (under 5% fragmentation on the shared
+// traces and 2% on the two-stream ZeRO trace, which the stitch tests hold): the same rule on the
+// finder's memos met the steady target on 21 of the 27 instead of 18 (neox20b 32.8 -> 3.4 ms,
+// llama7b-lora-ckpt-off 35.3 -> 3.5) with capacity within 0.002 everywhere, but held 1.10-1.42 x
+// the peak on four of the seven shared traces and 1.19 x on the two-stream trace: not taken.
+// Measured and not taken: no bound on
 // the memory held (the same 31 of the 33 traces with a step, reserved / active up to 1.93); from
 // the first memo on (a one-shape job such as llama-packed-lora-ckpt then holds 1.43 x its peak to
 // save one 2 ms stitch), where a bound of a quarter or an eighth of the peak met 28 and 26 of the
