@@ -578,17 +578,24 @@ def swin_fixed():
     return timm_fixed("swin_tiny_patch4_window7_224", "timm Swin-T (28M), full FT, batch 64, 224x224 (fixed shape)")
 
 
+def llama_bf16(layers):
+    """A Llama-style LM (vocabulary 32k, hidden 2048, GQA 16/4) of the given depth, random weights in bf16 on the GPU."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=layers,
+                      num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=2048)
+    with torch.device("cuda"):
+        return LlamaForCausalLM(cfg).to(torch.bfloat16)
+
+
 def llama_packed_lora_ckpt():
     """Llama-style LM, LoRA r=16 on every projection, gradient checkpointing, packed batches of 2 x 2048 tokens."""
     import torch
     from peft import LoraConfig, get_peft_model
-    from transformers import LlamaConfig, LlamaForCausalLM
 
     def build():
-        cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=16,
-                          num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=2048)
-        with torch.device("cuda"):
-            m = LlamaForCausalLM(cfg).to(torch.bfloat16)
+        m = llama_bf16(16)
         m.gradient_checkpointing_enable()
         m.enable_input_require_grads()
         m.config.use_cache = False
@@ -796,14 +803,9 @@ def llama_rollout_lora():
     """Llama-style policy, RLHF-style: responses sampled with a growing KV cache, then a LoRA update on them."""
     import torch
     from peft import LoraConfig, get_peft_model
-    from transformers import LlamaConfig, LlamaForCausalLM
 
     def build():
-        cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=12,
-                          num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=2048)
-        with torch.device("cuda"):
-            m = LlamaForCausalLM(cfg).to(torch.bfloat16)
-        m = get_peft_model(m, LoraConfig(r=16, lora_alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+        m = get_peft_model(llama_bf16(12), LoraConfig(r=16, lora_alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
         return training(m)
 
     def step(state, i, rng):

@@ -184,16 +184,12 @@ func (e *Engine) stitchOrGrow(r uint64, pieces []span) proposal {
 // growth at the end of the chain makes them. nil, and nothing changed, when the driver (or the
 // capacity) refuses the memory.
 func (e *Engine) growAnew(r uint64) (*block, error) {
-	need := (r + e.g - 1) / e.g
-	ahead := e.peakAhead(need)
-	n := need + max(ahead, e.growthExtra(need))
-	if err := e.grow(n, need+ahead); err != nil {
+	if err := e.growDeficit((r + e.g - 1) / e.g); err != nil {
 		if errors.Is(err, ErrOutOfMemory) {
 			return nil, nil
 		}
 		return nil, err
 	}
-	e.grownIter += n * e.g
 	if b, _, _ := e.placeFrom(r, (*Engine).proposeLoose); b != nil {
 		return b, nil
 	}
@@ -202,13 +198,26 @@ func (e *Engine) growAnew(r uint64) (*block, error) {
 	return b, err
 }
 
-// growsCheaper reports whether r bytes are better made anew than stitched from pieces: from the
-// growInsteadMemos-th iteration the caller marked on, when the stitch would map more than
-// growInsteadHandles times as many handles as the growth would create (every VMM call costs per
-// handle), and the growth leaves a growInsteadRoomShare-th of the capacity free and the memory held
-// below the job's peak live bytes and a growInsteadHeldShare-th of them. The pieces stay free
-// for the requests that fit them; under a capacity that leaves no such room, the engine stitches
-// as before (tunables.go says what it trades).
+// growDeficit grows the need chunks a request lacks, with the bytes ahead of a new peak (peakAhead)
+// or the growth's extra (growthExtra), whichever is more.
+func (e *Engine) growDeficit(need uint64) error {
+	ahead := e.peakAhead(need)
+	n := need + max(ahead, e.growthExtra(need))
+	if err := e.grow(n, need+ahead); err != nil {
+		return err
+	}
+	e.grownIter += n * e.g
+	return nil
+}
+
+// growsCheaper reports whether r bytes are better made anew than stitched from pieces: once the
+// caller's marks have shown iterations of growInsteadMemos shapes (its memos; an iteration like
+// the last takes its memo's place), when the stitch would map more than growInsteadHandles times
+// as many handles as the growth would create (every VMM call costs per handle), and the growth
+// leaves a growInsteadRoomShare-th of the capacity free and the memory held below the job's peak
+// live bytes and a growInsteadHeldShare-th of them. The pieces stay free for the requests that fit
+// them; under a capacity that leaves no such room, the engine stitches (tunables.go says what it
+// trades).
 func (e *Engine) growsCheaper(r uint64, pieces []span) bool {
 	if !e.callerMarks || len(e.memos) < growInsteadMemos || e.cfg.handleSize > 0 {
 		return false
@@ -274,13 +283,7 @@ func (e *Engine) placeInNewMemory(r uint64) (*block, Outcome, error) {
 			return b, out, nil
 		}
 		e.logGrowth(r, reach)
-		need := (r - reach + e.g - 1) / e.g
-		ahead := e.peakAhead(need)
-		n := need + max(ahead, e.growthExtra(need))
-		err := e.grow(n, need+ahead)
-		if err == nil {
-			e.grownIter += n * e.g
-		}
+		err := e.growDeficit((r - reach + e.g - 1) / e.g)
 		if err != nil {
 			if errors.Is(err, ErrOutOfMemory) && !synced && e.multiStream && (e.largeAge.n > 0 || e.smallAge.n > 0) {
 				// Blocks freed on other streams wait for their events: wait for the device once.

@@ -96,7 +96,7 @@ type Engine struct {
 	allocs       map[PhysHandle]*physAlloc
 	reserved     uint64 // bytes of present chunks: grow, releaseAlloc, loseAlloc. Check: checkPhysical
 	peakReserved uint64 // most reserved ever: grow. Check: checkPhysical (reserved ≤ peak)
-	grownIter    uint64 // bytes created since the last MarkIteration (growthExtra): placeLarge, MarkIteration
+	grownIter    uint64 // bytes created since the iteration began (growthExtra, peakAhead): growDeficit, startIteration
 	// seenIteration: the engine has seen a whole iteration of the job, so that what a growth
 	// lacks is a new peak's excess and is created as one handle (deficitUnit, handles.go). Set
 	// once, never cleared (but for the caller's first mark, which restores what it was at the
