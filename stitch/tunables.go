@@ -69,7 +69,15 @@ const (
 // 30 traces of make bench (marked): the largest warm-up iterations' driver time summed falls 3.2-3.8
 // x (1923 -> 504-595 ms) and the steady ones' 2.1-3.7 x, but capacity / peak active rises on 12-23
 // traces, its mean 1.0041 -> 1.0062-1.0102 and its largest 1.0105 -> 1.0165-1.0518 (llama1b-full
-// 1.0028 -> 1.0135-1.0162): not taken.
+// 1.0028 -> 1.0135-1.0162): not taken. Measured again at release 0.5.2 on the 33 traces with a
+// PyTorch step or of the project's own, marked: with 1/16 of what is held and at most 1/256 of the
+// headroom, the largest warm-up iteration within 10% of the step on 18 instead of 9 (llama1b-full
+// 247 -> 38 ms, neox20b 535 -> 36) but capacity within target on 21 instead of 32
+// (gpt2-gradaccum 1.0350, gpt2medium 1.0284, whisper 1.0222). Handles that follow the blocks
+// (WithHandlesFollowBlocks: each handle re-cut to the blocks carved from it) in the first
+// iteration only, the default after it: warm-up within target on 1, capacity on 22 (the re-cuts
+// cost more driver time than the larger handles save, and the first iteration's layout strands
+// later).
 const (
 	handleHeadroomShare = 8192
 	maxHandleBytes      = 1 << 30
@@ -108,6 +116,13 @@ const (
 // fewer: the GPT-2 family strands (gpt2xl-full-ckpt 1.0072 ->
 // 1.0148-1.0177, gpt2medium 1.0039 -> 1.0157-1.0170, gpt2-gradaccum 1.0048 -> 1.0162 at 16),
 // llama1b-full 1.0124 at 4, past PyTorch expandable segments' 1.012.
+// Measured again at release 0.5.2 (33 traces, marked), deficit handles from the first request on:
+// warm-up within 10% of the step on 17 instead of 9 (neox20b 535 -> 67 ms, opt1.3b-lora-ckpt-off
+// 40.5 -> 5.5), capacity within target on 25 instead of 32 (gpt2-gradaccum 1.0175, gpt2medium
+// 1.0168, gpt2xl-full-ckpt 1.0159, llama1b-full 1.0145, DeBERTa-v2 1.0133). At a minimum capacity
+// the first iteration's handles (1/1024 of a room that is still most of the capacity) leave free
+// bytes at the ends of loose ranges inside handles that live blocks share, and a stitch joins
+// only one such end at each side: on GPT-2 medium, 262 MiB of them when a 3.3 GB request fails.
 // Judged on three traces recorded after this was fixed (testdata/heldout: DeBERTa-v2 MLM, GPT-2
 // medium with recomputation and a token budget, multi-scale ConvNeXt), marked: the largest steady
 // iteration 10.8 -> 1.6 ms and 24.6 -> 13.8, the ConvNeXt loop unchanged; capacity 1.0029 ->
@@ -190,7 +205,14 @@ const deficitMarkedShare = 256
 // the first memo on (a one-shape job such as llama-packed-lora-ckpt then holds 1.43 x its peak to
 // save one 2 ms stitch), where a bound of a quarter or an eighth of the peak met 28 and 26 of the
 // 33 (the eighth lost a capacity target) and half of it 31; a ratio of 4 or 8 handles (30 of the
-// 33, a capacity target lost each).
+// 33, a capacity target lost each). At release 0.5.2 (the 33 traces with a step or of the
+// project's own, marked): the same rule also where the chain ends in a growth whose new memory a
+// stitch then joins to loose pieces (placeInNewMemory: the request grown whole instead) met 30
+// steady targets instead of 31: opt1.3b-lora-ckpt 7.4 -> 0.9 ms, but opt1.3b-lora-ckpt-off 7.6
+// -> 11.5 (the memory it holds more lets a later new shape stitch two 3 GB requests over the
+// first iteration's handles) and DeBERTa-v2 0.7 -> 1.2. Re-creating, at each mark, runs of four
+// or more whole handles lying in loose memory as handles of the deficit's size (fewer handles to
+// stitch later) met 22: a release and a create each time the runs form again.
 const (
 	growInsteadMemos     = 2
 	growInsteadHandles   = 2
