@@ -28,13 +28,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/alecthomas/kong"
 
 	"github.com/gmlake/gmlake/gpu/internal/traincmd"
-	"github.com/gmlake/gmlake/gpu/pool"
 	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/models"
 )
@@ -68,13 +66,8 @@ func main() {
 }
 
 func (c *cli) run(stdout, stderr io.Writer) error {
-	for _, a := range c.Allocators {
-		if !slices.Contains(pool.Names, a) {
-			return fmt.Errorf("%w %q", pool.ErrUnknown, a)
-		}
-	}
-	if c.Steps <= len(c.Sizes) {
-		return fmt.Errorf("--steps %d leaves no steady state after %d warm-up steps", c.Steps, len(c.Sizes))
+	if err := traincmd.CheckRun(c.Allocators, c.Steps, len(c.Sizes)); err != nil {
+		return err
 	}
 	out := stdout
 	if c.JSON != "" {

@@ -16,7 +16,6 @@ import (
 	"github.com/gmlake/gmlake/gpu/internal/traincmd"
 	"github.com/gmlake/gmlake/gpu/pool"
 	"github.com/gmlake/gmlake/models"
-	"github.com/gmlake/gmlake/stitch"
 	"github.com/gmlake/gmlake/train"
 )
 
@@ -316,16 +315,10 @@ func (ru *run) try(b int) (bool, error) {
 		}
 		_ = ru.pool.Trim()
 	}()
-	largest, smallest := slices.Max(ru.c.Sizes), slices.Min(ru.c.Sizes)
-	for _, size := range []int{largest, smallest, largest} {
-		if _, err := ru.step(b, size); err != nil {
-			if errors.Is(err, stitch.ErrOutOfMemory) {
-				return false, nil
-			}
-			return false, err
-		}
-	}
-	return true, nil
+	return traincmd.FitsShapes(ru.c.Sizes, func(size int) error {
+		_, err := ru.step(b, size)
+		return err
+	})
 }
 
 // largestBatch searches the largest batch from an estimate (the capacity left by the weights over

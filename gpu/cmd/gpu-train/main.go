@@ -24,13 +24,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/alecthomas/kong"
 
 	"github.com/gmlake/gmlake/gpu/internal/traincmd"
-	"github.com/gmlake/gmlake/gpu/pool"
 	"github.com/gmlake/gmlake/internal/units"
 )
 
@@ -64,13 +62,8 @@ func main() {
 }
 
 func (c *cli) run(stdout, stderr io.Writer) error {
-	for _, a := range c.Allocators {
-		if !contains(pool.Names, a) {
-			return fmt.Errorf("%w %q", pool.ErrUnknown, a)
-		}
-	}
-	if c.Steps <= len(c.Seqs) {
-		return fmt.Errorf("--steps %d leaves no steady state after %d warm-up steps", c.Steps, len(c.Seqs))
+	if err := traincmd.CheckRun(c.Allocators, c.Steps, len(c.Seqs)); err != nil {
+		return err
 	}
 	out := stdout
 	if c.JSON != "" {
@@ -119,14 +112,6 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, s) {
-			return true
-		}
-	}
-	return false
-}
 
 // foldRounds is an allocator's result over its rounds: the first round's (which holds the batch
 // search and the trace), with the step and warm-up times of all rounds (traincmd.Fold), or the

@@ -232,18 +232,10 @@ func (ru *run) try(b int) (bool, error) {
 		}
 		_ = ru.pool.Trim()
 	}()
-	// The longest shape, the shortest, the longest again: the pools' caches from a short step must
-	// serve the long one.
-	longest, shortest := slices.Max(ru.c.Seqs), slices.Min(ru.c.Seqs)
-	for _, seq := range []int{longest, shortest, longest} {
-		if _, err := ru.step(b, seq); err != nil {
-			if errors.Is(err, stitch.ErrOutOfMemory) {
-				return false, nil
-			}
-			return false, err
-		}
-	}
-	return true, nil
+	return traincmd.FitsShapes(ru.c.Seqs, func(seq int) error {
+		_, err := ru.step(b, seq)
+		return err
+	})
 }
 
 // largestBatch searches the largest batch from an estimate: the capacity left by the resident

@@ -1,8 +1,12 @@
 package traincmd
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/gmlake/gmlake/stitch"
 )
 
 // LargestBatch searches for the largest batch that fits, from a batch known to fit (from) and a
@@ -38,6 +42,23 @@ func LargestBatch(from, first int, deadline time.Time, try func(b int) (bool, er
 		}
 	}
 	return lo, hi, false, nil
+}
+
+// FitsShapes reports whether a batch trains at the largest of shapes (sequence lengths, image
+// sizes), then the smallest, then the largest again: the pool's caches left by a small step must
+// serve the large one. step trains one step at a shape; an out-of-memory error from it is the
+// answer false, any other error ends the search.
+func FitsShapes(shapes []int, step func(shape int) error) (bool, error) {
+	largest, smallest := slices.Max(shapes), slices.Min(shapes)
+	for _, shape := range []int{largest, smallest, largest} {
+		if err := step(shape); err != nil {
+			if errors.Is(err, stitch.ErrOutOfMemory) {
+				return false, nil
+			}
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // FirstBatch is the search's first guess: the capacity left by the resident weights over the

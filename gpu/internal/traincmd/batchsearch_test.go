@@ -2,8 +2,11 @@ package traincmd
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/gmlake/gmlake/stitch"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -65,4 +68,35 @@ func TestFirstBatch(t *testing.T) {
 	assert.Equal(t, 5, FirstBatch(4, 5<<30, 1<<30, 2<<30), "never the batch known to fit")
 	assert.Equal(t, 8, FirstBatch(4, 1<<30, 1<<30, 41<<30), "no activation bytes: twice the batch")
 	assert.Equal(t, 8, FirstBatch(4, 5<<30, 1<<30, 1<<30), "no room: twice the batch")
+}
+
+func TestFitsShapesTriesLargestSmallestLargest(t *testing.T) {
+	var tried []int
+	ok, err := FitsShapes([]int{320, 128, 224}, func(s int) error { tried = append(tried, s); return nil })
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, []int{320, 128, 320}, tried)
+}
+
+func TestFitsShapesOutOfMemoryIsNo(t *testing.T) {
+	var tried []int
+	ok, err := FitsShapes([]int{64, 512}, func(s int) error {
+		tried = append(tried, s)
+		if len(tried) == 3 { // the large shape after the small one's caches
+			return fmt.Errorf("step at %d: %w", s, stitch.ErrOutOfMemory)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.Equal(t, []int{512, 64, 512}, tried)
+}
+
+func TestFitsShapesOtherErrorEndsTheSearch(t *testing.T) {
+	boom := errors.New("launch failed")
+	calls := 0
+	ok, err := FitsShapes([]int{8}, func(int) error { calls++; return boom })
+	require.ErrorIs(t, err, boom)
+	assert.False(t, ok)
+	assert.Equal(t, 1, calls)
 }
