@@ -112,7 +112,6 @@ func (c *cli) run(stdout, stderr io.Writer) error {
 	return nil
 }
 
-
 // foldRounds is an allocator's result over its rounds: the first round's (which holds the batch
 // search and the trace), with the step and warm-up times of all rounds (traincmd.Fold), or the
 // first round that failed; the time in the allocator is the mean of the rounds'.
