@@ -45,8 +45,9 @@ func WithHostMemory() Option {
 
 // WithJobSize scales the allocator to a job whose live memory peaks near bytes: the default host
 // driver's granularity becomes a sixteenth of it (a power of two, at least the page size, at most
-// the 2 MiB default), and the small threshold an eighth of the granularity (at least 512 bytes, at
-// most the 256 KiB default), so that a small page, one chunk, holds at least eight blocks. Without it
+// the 2 MiB default), the small threshold an eighth of the granularity (at least 512 bytes, at
+// most the 256 KiB default), so that a small page, one chunk, holds at least eight blocks, and the
+// first iteration grows only what its requests ask (WithExactGrowth). Without it
 // a job of a few tens of kilobytes reserves a whole 2 MiB page (see TestSmallJob for the figures). WithGranularity and WithSmallThreshold, when also given, win; CUDA memory keeps
 // the device's granularity.
 func WithJobSize(bytes uint64) Option {
@@ -95,6 +96,13 @@ func WithWarmupGrowth(bytes uint64) Option {
 	return func(c *config) { c.engine = append(c.engine, stitch.WithWarmupGrowth(bytes)) }
 }
 
+// WithExactGrowth makes the setup and the first iteration grow only what their requests ask; by
+// default, far from the capacity, each of their growths creates at least 1/128 of the room below
+// it, fewer and larger growths (see stitch.WithExactGrowth). WithJobSize implies it.
+func WithExactGrowth() Option {
+	return func(c *config) { c.engine = append(c.engine, stitch.WithExactGrowth()) }
+}
+
 // WithHandleSize sets the size of the physical allocations the engine creates, a multiple of the
 // granularity. Default: the granularity (see stitch.WithHandleSize for what larger ones cost in
 // memory).
@@ -120,8 +128,10 @@ func (c *config) memoryOptions(granularity uint64) []memory.Option {
 	engine := c.engine
 	if c.jobSize > 0 {
 		// First, so that an explicit WithSmallThreshold overrides it.
+		// A job that states its size is built as its requests ask (WithExactGrowth): the first
+		// iteration's bytes ahead are sized to the device, not to the job.
 		threshold := min(max(granularity/8, 512), stitch.DefaultSmallThreshold)
-		engine = append([]stitch.Option{stitch.WithSmallThreshold(threshold)}, engine...)
+		engine = append([]stitch.Option{stitch.WithSmallThreshold(threshold), stitch.WithExactGrowth()}, engine...)
 	}
 	return []memory.Option{memory.WithLogger(c.logger), memory.WithEngineOptions(engine...)}
 }

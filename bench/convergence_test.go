@@ -82,10 +82,12 @@ func TestConvergenceJSON(t *testing.T) {
 
 // For an allocator that counts kinds, the last repetition's calls by kind add up to its total.
 func TestConvergedCallsByKindAddUp(t *testing.T) {
+	// Requests larger than the first iteration's bytes ahead (1/128 of the simulated device), so
+	// that the first repetition grows.
 	p := build(t,
-		"a 0 16777216 0",
-		"i 0", "a 1 12582912 0", "a 2 3000000 0", "f 1", "a 3 20000000 0", "f 2", "f 3",
-		"i 1", "a 4 14680064 0", "a 5 5000000 0", "f 4", "a 6 100 0", "f 5", "f 6",
+		"a 0 1677721600 0",
+		"i 0", "a 1 1258291200 0", "a 2 300000000 0", "f 1", "a 3 2000000000 0", "f 2", "f 3",
+		"i 1", "a 4 1468006400 0", "a 5 500000000 0", "f 4", "a 6 100 0", "f 5", "f 6",
 	)
 	c, err := MeasureConvergence(p, spec(t, "gmlake"), 2)
 	require.NoError(t, err)

@@ -70,7 +70,9 @@ func TestGMLakeMarkedAndUnmarked(t *testing.T) {
 // growths leave headroom (more reserved than the default engine on a growing script); other
 // allocators and fractions outside [0, 1) are refused.
 func TestSlackSpec(t *testing.T) {
-	p := build(t, "i 0", "a 0 12582912 0", "a 1 12582912 0", "a 2 12582912 0", "f 0", "f 1", "f 2")
+	// Requests of 2 GiB, more than the first iteration's bytes ahead (1/128 of the simulated
+	// device): the default engine grows each one's own bytes.
+	p := build(t, "i 0", "a 0 2147483648 0", "a 1 2147483648 0", "a 2 2147483648 0", "f 0", "f 1", "f 2")
 	plain, err := Measure(p, spec(t, "gmlake"), MeasureOptions{})
 	require.NoError(t, err)
 	s, err := SlackSpec("gmlake", 0.5)

@@ -199,11 +199,18 @@ func (e *Engine) growAnew(r uint64) (*block, error) {
 }
 
 // growDeficit grows the need chunks a request lacks, with the bytes ahead of a new peak (peakAhead)
-// or the growth's extra (growthExtra), whichever is more.
+// or the growth's extra (growthExtra), whichever is more. When the driver refuses that memory
+// within the capacity (it has less than the capacity says: another process, another pool), the
+// need alone is grown.
 func (e *Engine) growDeficit(need uint64) error {
 	ahead := e.peakAhead(need)
 	n := need + max(ahead, e.growthExtra(need))
-	if err := e.grow(n, need+ahead); err != nil {
+	err := e.grow(n, need+ahead)
+	if err != nil && n > need && e.reserved+e.orphanBytes+n*e.g <= e.capacity && errors.Is(err, ErrOutOfMemory) {
+		n = need
+		err = e.grow(n, need)
+	}
+	if err != nil {
 		return err
 	}
 	e.grownIter += n * e.g

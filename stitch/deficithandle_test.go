@@ -66,7 +66,7 @@ func TestDeficitHandleOnceMarkedIterationSeen(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &createLog{Driver: sim.New(sim.WithCapacity(tc.capacity))}
-			e, err := stitch.New(d)
+			e, err := stitch.New(d, stitch.WithExactGrowth())
 			require.NoError(t, err)
 			defer func() { require.NoError(t, e.Close()) }()
 
@@ -108,7 +108,7 @@ func TestDeficitHandleNearCapacity(t *testing.T) {
 	const mib = uint64(1 << 20)
 	const capacity = 1024 * mib
 	d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
-	e, err := stitch.New(d)
+	e, err := stitch.New(d, stitch.WithExactGrowth())
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
 	e.MarkIteration()
@@ -148,7 +148,7 @@ func TestDeficitHandleUnmarked(t *testing.T) {
 
 	t.Run("after a repeated loop", func(t *testing.T) {
 		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
-		e, err := stitch.New(d)
+		e, err := stitch.New(d, stitch.WithExactGrowth())
 		require.NoError(t, err)
 		defer func() { require.NoError(t, e.Close()) }()
 		for range 3 {
@@ -165,7 +165,7 @@ func TestDeficitHandleUnmarked(t *testing.T) {
 		// has found iterations: its first boundaries may lie in a job's setup.
 		const capacity = 64 << 30
 		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
-		e, err := stitch.New(d)
+		e, err := stitch.New(d, stitch.WithExactGrowth())
 		require.NoError(t, err)
 		defer func() { require.NoError(t, e.Close()) }()
 		for range 40 {
@@ -179,7 +179,7 @@ func TestDeficitHandleUnmarked(t *testing.T) {
 
 	t.Run("a repeat while the memory is built", func(t *testing.T) {
 		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
-		e, err := stitch.New(d)
+		e, err := stitch.New(d, stitch.WithExactGrowth())
 		require.NoError(t, err)
 		defer func() { require.NoError(t, e.Close()) }()
 		// Twenty growths, each request held: the memory is built over 20 requests.
@@ -206,7 +206,7 @@ func TestDeficitHandleMarkedFirstIteration(t *testing.T) {
 	const mib = uint64(1 << 20)
 	for _, capacity := range []uint64{1 << 40, 64 << 30} {
 		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
-		e, err := stitch.New(d)
+		e, err := stitch.New(d, stitch.WithExactGrowth())
 		require.NoError(t, err)
 		e.MarkIteration()
 		for range 3 { // the micro-steps of one iteration

@@ -266,7 +266,8 @@ func TestSmallPageSize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := stitch.New(sim.New(sim.WithGranularity(tt.g)), tt.opts...)
+			// The page's size is what is reserved when no bytes ahead are grown with it.
+			e, err := stitch.New(sim.New(sim.WithGranularity(tt.g)), append(tt.opts, stitch.WithExactGrowth())...)
 			require.NoError(t, err)
 			p, err := e.Alloc(kib, 0)
 			require.NoError(t, err)

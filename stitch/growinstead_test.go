@@ -77,7 +77,7 @@ func TestGrowInsteadOfStitch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := sim.New(sim.WithCapacity(tc.driverCap))
-			e, err := stitch.New(d, stitch.WithCapacity(tc.capacity))
+			e, err := stitch.New(d, stitch.WithCapacity(tc.capacity), stitch.WithExactGrowth())
 			require.NoError(t, err)
 			defer func() { require.NoError(t, e.Close()) }()
 			if tc.weights > 0 {

@@ -13,14 +13,15 @@ import (
 // TestPeakAheadOnceIterationSeen: once an iteration is remembered, an iteration that passes the
 // job's peak grows ahead of its requests, as much as it has grown so far (within 1/1024 of the
 // headroom), so that a new peak made of many requests costs a few handles instead of one per
-// request. The first growth of an iteration, and every growth of the first iteration, create what
-// the request lacks and no more.
+// request. The first growth of an iteration, and (WithExactGrowth: no first-iteration bytes ahead,
+// firstahead_test.go) every growth of the first iteration, create what the request lacks and no
+// more.
 func TestPeakAheadOnceIterationSeen(t *testing.T) {
 	const mib = uint64(1 << 20)
 	const capacity = uint64(1 << 40)
 	const req = 100 * mib
 	d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
-	e, err := stitch.New(d)
+	e, err := stitch.New(d, stitch.WithExactGrowth())
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
 

@@ -313,10 +313,16 @@ func TestSecondStreamMemoryIsReused(t *testing.T) {
 	}
 	tr, err := trace.ReadFile(filepath.Join("testdata", "two-streams.trace.gz"))
 	require.NoError(t, err)
+	// The first iteration's bytes ahead (firstAhead) are held by design, beside what the streams
+	// reuse: the default engine holds at most them more than the engine without them.
+	exact := replayMarked(t, tr, 0, 0, false, stitch.WithExactGrowth())
+	require.NoError(t, exact.oom)
 	res := replay(t, tr, 0, 500)
 	require.NoError(t, res.oom)
-	t.Logf("fragmentation %.4f, driver calls per iteration %v", res.stats.Fragmentation(), res.callsPerIter)
-	assert.Less(t, res.stats.Fragmentation(), 0.02)
+	t.Logf("fragmentation %.4f (without the first iteration's bytes ahead %.4f), driver calls per iteration %v",
+		res.stats.Fragmentation(), exact.stats.Fragmentation(), res.callsPerIter)
+	assert.Less(t, exact.stats.Fragmentation(), 0.02)
+	assert.LessOrEqual(t, res.stats.PeakReservedBytes, exact.stats.PeakReservedBytes+traceDevice/128)
 	// Most frees record no event: an event is recorded when a slow path finds frees its stream's
 	// events do not cover, so at most about one per miss. (An iteration has about 1,250 frees and
 	// 60-130 misses: an event recorded and destroyed per free would cost 2,500 calls.)

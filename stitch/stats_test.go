@@ -14,7 +14,7 @@ import (
 // Stats' named counts agree with the kinds they stand for, and String labels every figure.
 func TestStatsNamedCounts(t *testing.T) {
 	drv := sim.New(sim.WithGranularity(2 << 20))
-	e, err := stitch.New(drv)
+	e, err := stitch.New(drv, stitch.WithExactGrowth())
 	require.NoError(t, err)
 	const mib = 1 << 20
 	a, err := e.Alloc(8*mib, 0)
