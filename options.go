@@ -96,9 +96,10 @@ func WithWarmupGrowth(bytes uint64) Option {
 	return func(c *config) { c.engine = append(c.engine, stitch.WithWarmupGrowth(bytes)) }
 }
 
-// WithExactGrowth makes the setup and the first iteration grow only what their requests ask; by
-// default, far from the capacity, each of their growths creates at least 1/128 of the room below
-// it, fewer and larger growths (see stitch.WithExactGrowth). WithJobSize implies it.
+// WithExactGrowth makes the first marked iteration grow only what its requests ask; by default,
+// far from the capacity, each of its growths creates at least 1/128 of the room below it (but no
+// more than the memory held): fewer and larger growths (see stitch.WithExactGrowth). WithJobSize
+// implies it.
 func WithExactGrowth() Option {
 	return func(c *config) { c.engine = append(c.engine, stitch.WithExactGrowth()) }
 }

@@ -25,8 +25,7 @@ type physAlloc struct {
 // current iteration has grown so far (since the last MarkIteration; since New without marks), so that
 // an iteration that keeps growing does it in ever fewer, larger steps, but at most the growth slack
 // times the memory reserved; before the first memo, up to the warm-up growth (WithWarmupGrowth);
-// before the engine has seen an iteration, the first iteration's bytes ahead (firstAhead); never
-// past the capacity.
+// in the first marked iteration, its bytes ahead (firstAhead); never past the capacity.
 func (e *Engine) growthExtra(n uint64) uint64 {
 	limit := min(uint64(float64(e.reserved)*e.cfg.growthSlack)/e.g, e.grownIter/e.g)
 	if unit := (e.cfg.warmupGrowth + e.g - 1) / e.g; n < unit && len(e.memos) == 0 {
@@ -40,17 +39,18 @@ func (e *Engine) growthExtra(n uint64) uint64 {
 	return min(limit, (e.capacity-used)/e.g)
 }
 
-// firstAhead is how many chunks a growth of n creates beyond them while the engine has not seen an
-// iteration (seenIteration: the setup and the first iteration, where the job's memory is built
-// request by request): as many as make the growth 1/firstAheadRoomShare of what the capacity still
-// allows beyond the memory held, as long as the memory held is at most 1/firstAheadFarShare of
-// that room; 0 with fixed handles and with WithExactGrowth. The bytes ahead are loose memory in headroom-sized handles that
-// the next requests take, so the first iteration grows in a few large steps where it made one per
-// request and stitched what the loose memory could not hold in one range; near the capacity, where
-// a minimum capacity is decided, it grows as the requests ask (tunables.go says what it was
-// measured to cost and save).
+// firstAhead is how many chunks a growth of n creates beyond them in the caller's first marked
+// iteration (callerMarks, before seenIteration: the job's memory is built request by request):
+// as many as make the growth 1/firstAheadRoomShare of what the capacity still allows beyond the
+// memory held, but no more than the memory held (a small job on a large device at most doubles
+// what it holds), as long as the memory held is at most 1/firstAheadFarShare of that room; 0
+// never marked, with fixed handles and with WithExactGrowth. The bytes ahead are loose memory in
+// headroom-sized handles that the next requests take, so the first iteration grows in a few large
+// steps where it made one per request and stitched what the loose memory could not hold in one
+// range; near the capacity, where a minimum capacity is decided, it grows as the requests ask
+// (tunables.go says what it was measured to cost and save).
 func (e *Engine) firstAhead(n uint64) uint64 {
-	if e.seenIteration || e.cfg.handleSize > 0 || e.cfg.exactGrowth {
+	if !e.callerMarks || e.seenIteration || e.cfg.handleSize > 0 || e.cfg.exactGrowth {
 		return 0
 	}
 	held := e.reserved + e.orphanBytes
@@ -61,7 +61,7 @@ func (e *Engine) firstAhead(n uint64) uint64 {
 	if held > room/firstAheadFarShare {
 		return 0
 	}
-	if unit := (room/firstAheadRoomShare + e.g - 1) / e.g; n < unit {
+	if unit := (min(room/firstAheadRoomShare, held) + e.g - 1) / e.g; n < unit {
 		return unit - n
 	}
 	return 0

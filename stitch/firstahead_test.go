@@ -10,16 +10,18 @@ import (
 	"github.com/gmlake/gmlake/stitch"
 )
 
-// TestFirstIterationGrowsAhead: until the engine has seen an iteration, a growth far from the
-// capacity creates at least 1/128 of the room below it, and the next requests take those bytes
-// without a growth; near the capacity, once an iteration is seen and with WithExactGrowth, a growth
-// creates what its request lacks; when the driver has less than the capacity says, the request's
-// own bytes are grown.
+// TestFirstIterationGrowsAhead: in the caller's first marked iteration, a growth far from the
+// capacity creates at least 1/128 of the room below it, but no more than the memory held, and the
+// next requests take those bytes without a growth; never marked, near the capacity, once an
+// iteration is seen and with WithExactGrowth, a growth creates what its request lacks; when the
+// driver has less than the capacity says, the request's own bytes are grown.
 func TestFirstIterationGrowsAhead(t *testing.T) {
 	const mib = uint64(1 << 20)
 	const gib = 1024 * mib
 	const capacity = 64 * gib
 	const req = 100 * mib
+	const weights = 1 * gib
+	ahead := (capacity - weights) / 128 // 504 MiB: a multiple of the 2 MiB granularity
 	newEngine := func(t *testing.T, driverBytes uint64, opts ...stitch.Option) (*stitch.Engine, *createLog) {
 		d := &createLog{Driver: sim.New(sim.WithCapacity(driverBytes))}
 		e, err := stitch.New(d, append([]stitch.Option{stitch.WithCapacity(capacity)}, opts...)...)
@@ -38,19 +40,38 @@ func TestFirstIterationGrowsAhead(t *testing.T) {
 
 	t.Run("far from the capacity", func(t *testing.T) {
 		e, d := newEngine(t, capacity)
-		_, grown := alloc(t, e, d, req)
-		assert.Equal(t, capacity/128, grown, "the first growth is 1/128 of the room")
+		e.MarkIteration()
+		_, grown := alloc(t, e, d, weights)
+		assert.Equal(t, weights, grown, "nothing held yet: the request's own bytes")
+		_, grown = alloc(t, e, d, req)
+		assert.Equal(t, ahead, grown, "1/128 of the room")
 		for i := range 4 {
 			_, grown := alloc(t, e, d, req)
 			assert.Zero(t, grown, "request %d takes the bytes ahead", i)
 		}
-		assert.Equal(t, capacity/128, e.Stats().ReservedBytes)
+		assert.Equal(t, weights+ahead, e.Stats().ReservedBytes)
+	})
+
+	t.Run("a small job", func(t *testing.T) {
+		e, d := newEngine(t, capacity)
+		e.MarkIteration()
+		alloc(t, e, d, 10*mib)
+		_, grown := alloc(t, e, d, 4*mib)
+		assert.Equal(t, 10*mib, grown, "no more ahead than the memory held")
+	})
+
+	t.Run("never marked", func(t *testing.T) {
+		e, d := newEngine(t, capacity)
+		alloc(t, e, d, weights)
+		_, grown := alloc(t, e, d, req)
+		assert.Equal(t, req, grown)
 	})
 
 	t.Run("near the capacity", func(t *testing.T) {
 		e, d := newEngine(t, capacity)
+		e.MarkIteration()
 		_, grown := alloc(t, e, d, 16*gib)
-		assert.Equal(t, 16*gib, grown, "a request larger than the bytes ahead grows its own bytes")
+		assert.Equal(t, 16*gib, grown)
 		// 16 GiB held is more than a quarter of the 48 GiB left.
 		_, grown = alloc(t, e, d, req)
 		assert.Equal(t, req, grown, "near the capacity a growth is what the request lacks")
@@ -59,25 +80,31 @@ func TestFirstIterationGrowsAhead(t *testing.T) {
 	t.Run("once an iteration is seen", func(t *testing.T) {
 		e, d := newEngine(t, capacity)
 		e.MarkIteration()
-		p, grown := alloc(t, e, d, req)
-		require.Equal(t, capacity/128, grown)
-		require.NoError(t, e.Free(p, req))
+		p, _ := alloc(t, e, d, weights)
+		q, grown := alloc(t, e, d, req)
+		require.Equal(t, ahead, grown)
+		require.NoError(t, e.Free(q, req))
+		require.NoError(t, e.Free(p, weights))
 		e.MarkIteration() // the first iteration is remembered
-		_, grown = alloc(t, e, d, capacity/128+88*mib)
+		_, grown = alloc(t, e, d, weights+ahead+88*mib)
 		assert.Equal(t, 88*mib, grown, "past the first iteration a growth is what the request lacks")
 	})
 
 	t.Run("WithExactGrowth", func(t *testing.T) {
 		e, d := newEngine(t, capacity, stitch.WithExactGrowth())
+		e.MarkIteration()
+		alloc(t, e, d, weights)
 		_, grown := alloc(t, e, d, req)
 		assert.Equal(t, req, grown)
 	})
 
 	t.Run("the driver has less than the capacity says", func(t *testing.T) {
-		e, d := newEngine(t, 256*mib)
+		e, d := newEngine(t, weights+256*mib)
+		e.MarkIteration()
+		alloc(t, e, d, weights)
 		alloc(t, e, d, req)
-		assert.Equal(t, req, e.Stats().ReservedBytes, "the bytes ahead are refused: the request's own bytes are grown")
+		assert.Equal(t, weights+req, e.Stats().ReservedBytes, "the bytes ahead are refused: the request's own bytes are grown")
 		alloc(t, e, d, req)
-		assert.Equal(t, 2*req, e.Stats().ReservedBytes)
+		assert.Equal(t, weights+2*req, e.Stats().ReservedBytes)
 	})
 }

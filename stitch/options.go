@@ -113,14 +113,14 @@ func WithHandleSize(bytes uint64) Option {
 	return func(c *config) error { c.handleSize = bytes; return nil }
 }
 
-// WithExactGrowth turns off the first iteration's bytes ahead (firstAhead, arena.go): until the
-// engine has seen an iteration, a growth creates what its request lacks and no more (with
+// WithExactGrowth turns off the first iteration's bytes ahead (firstAhead, arena.go): in the
+// first iteration the caller marks, a growth creates what its request lacks and no more (with
 // WithWarmupGrowth or WithGrowthSlack, what they add). By default, far from the capacity, a growth
-// of the setup and the first iteration creates at least 1/128 of the room below the capacity, so
-// that the job's memory is built in a few large growths rather than one per request and stitches
-// of what the loose memory cannot hold in one range; that memory is held from then on (on an H200,
-// about 1.1 GiB for a job that needs less). With it the engine holds no more than the requests
-// ask, at the driver time of the first iteration that tunables.go measures.
+// of that iteration creates at least 1/128 of the room below the capacity, but no more than the
+// memory held, so that the job's memory is built in a few growths rather than one per request and
+// stitches of what the loose memory cannot hold in one range; that memory is held from then on.
+// With it the engine holds no more than the requests ask, at the driver time of the first
+// iteration that tunables.go measures.
 func WithExactGrowth() Option {
 	return func(c *config) error { c.exactGrowth = true; return nil }
 }
