@@ -874,6 +874,101 @@ def mamba_lm():
             "lengths 32-128"), build, step
 
 
+def r3d_video():
+    """torchvision R3D-18 video classifier: clip length, side and batch drawn together per step."""
+    import torch
+
+    clips = {(8, 112): 32, (16, 112): 16, (8, 160): 16, (16, 160): 8, (32, 112): 8}
+
+    def build():
+        from torchvision.models.video import r3d_18
+
+        return training(r3d_18(weights=None, num_classes=400).cuda())
+
+    def step(state, i, rng):
+        m, opt = state
+        t, side = rng.choice(sorted(clips))
+        b = clips[(t, side)]
+        x = torch.randn(b, 3, t, side, side, device="cuda")
+        y = torch.randint(0, 400, (b,), device="cuda")
+        bf16_step(m, opt, lambda: torch.nn.functional.cross_entropy(m(x), y))
+
+    return ("torchvision R3D-18 video classifier (33M, 3D convolutions), full FT: frames/side/batch drawn together "
+            "from 8/112/32, 16/112/16, 8/160/16, 16/160/8, 32/112/8"), build, step
+
+
+def bert_distill():
+    """Knowledge distillation: a frozen BERT-base teacher's logits taught to a DistilBERT student, dynamic padding."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, DistilBertConfig, DistilBertForMaskedLM
+
+    def build():
+        with torch.device("cuda"):
+            teacher = BertForMaskedLM(BertConfig())
+            student = DistilBertForMaskedLM(DistilBertConfig())
+        teacher.eval()
+        for p in teacher.parameters():
+            p.requires_grad_(False)
+        return (teacher,) + training(student)
+
+    def step(state, i, rng):
+        teacher, student, opt = state
+        b, n = 32, rng.randint(32, 256)
+        x = torch.randint(1000, 30000, (b, n), device="cuda")
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+            t = teacher(input_ids=x).logits
+
+        def loss():
+            s = student(input_ids=x).logits
+            return torch.nn.functional.kl_div(torch.log_softmax(s.float() / 2, -1), torch.softmax(t.float() / 2, -1),
+                                              reduction="batchmean")
+
+        bf16_step(student, opt, loss)
+
+    return ("knowledge distillation: frozen BERT-base teacher (110M, no grad) and DistilBERT student (66M), full FT "
+            "of the student on the KL of their 30k-vocabulary logits, batch 32, lengths 32-256"), build, step
+
+
+def sage_gnn():
+    """GraphSAGE-style message passing over random graphs whose node and edge counts change every step."""
+    import torch
+
+    class SAGE(torch.nn.Module):
+        def __init__(self, d_in, d_h, layers, classes):
+            super().__init__()
+            dims = [d_in] + [d_h] * layers
+            self.own = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+            self.nbr = torch.nn.ModuleList(torch.nn.Linear(a, b, bias=False) for a, b in zip(dims[:-1], dims[1:]))
+            self.out = torch.nn.Linear(d_h, classes)
+
+        def forward(self, x, src, dst, deg):
+            h = x
+            for own, nbr in zip(self.own, self.nbr):
+                agg = torch.zeros_like(h).index_add_(0, dst, h[src]) / deg[:, None]
+                h = torch.relu(own(h) + nbr(agg))
+            return self.out(h)
+
+    def build():
+        return training(SAGE(128, 256, 4, 40).cuda())
+
+    def step(state, i, rng):
+        m, opt = state
+        n = rng.randint(20000, 120000)
+        e = n * rng.choice([8, 12, 16])
+        x = torch.randn(n, 128, device="cuda")
+        src = torch.randint(0, n, (e,), device="cuda")
+        dst = torch.randint(0, n, (e,), device="cuda")
+        deg = torch.bincount(dst, minlength=n).clamp_(min=1).float()
+        y = torch.randint(0, 40, (n,), device="cuda")
+        loss = torch.nn.functional.cross_entropy(m(x, src, dst, deg), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return ("GraphSAGE-style GNN (4 layers, hidden 256, mean aggregation by index_add), float32, full-graph training "
+            "on a random graph per step: 20k-120k nodes, 8-16 edges per node"), build, step
+
+
 WORKLOADS = {
     "t5base-encdec-full": t5_encdec,
     "mixtral-moe-full": mixtral_moe,
@@ -904,6 +999,9 @@ WORKLOADS = {
     "llama-rollout-lora": llama_rollout_lora,
     "clip-contrastive-full": clip_contrastive,
     "mamba-lm-full": mamba_lm,
+    "r3d18-video-full": r3d_video,
+    "bert-distill-dynpad": bert_distill,
+    "sage-gnn-full": sage_gnn,
 }
 
 
