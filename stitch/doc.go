@@ -16,7 +16,10 @@
 // so that a new peak of many requests grows in a few ever larger handles rather than one per
 // request. Once the caller has marked a whole iteration the bound follows how scarce memory is:
 // the headroom times its share of the capacity over 256 (deficitBytes), larger far from the
-// capacity and smaller near it. WithHandleSize fixes one size instead. At New the engine
+// capacity and smaller near it. In the caller's first marked iteration, before that, far from the
+// capacity a growth makes at least 1/128 of the headroom but no more than the memory held
+// (firstAhead, arena.go), so that the job's memory is built in a few growths rather than one per
+// request (WithExactGrowth turns it off). WithHandleSize fixes one size instead. At New the engine
 // reserves one virtual range as large as the capacity (the arena) and maps every handle it
 // creates, whole, at fixed slots of it (one slot per chunk of G bytes), for as long as the handle
 // lives. So an arena offset names a physical byte: a free range, a block's bytes and a stitched
@@ -194,11 +197,13 @@
 //     the request.
 //   - NewChunks: free memory cannot cover the request, even with the empty small pages given back.
 //     Only the deficit is created, with the bytes ahead of a new peak once an iteration has been
-//     seen (in the holes releases left, lowest first, then past the end;
+//     seen or the first marked iteration's bytes ahead (in the holes releases left, lowest first,
+//     then past the end;
 //     the search starts at the lowest hole not yet filled), becomes loose,
 //     and the request is carved or stitched from it and the free memory: new memory is always
-//     combined with free memory, so reserved memory stays near peak live even with no capacity
-//     limit. Out of memory only when the capacity (WithCapacity or the driver) refuses the deficit;
+//     combined with free memory, so reserved memory stays near peak live with no capacity limit
+//     but for the bytes grown ahead and in a stitch's stead (tunables.go). Out of memory only when the capacity (WithCapacity or the driver) refuses the deficit
+//     (the driver refusing the bytes ahead within the capacity, the deficit is grown alone);
 //     the *OutOfMemoryError says what was asked, what is free, in how many pieces, the largest piece
 //     and what stitching could reach.
 //
