@@ -28,10 +28,13 @@ type physAlloc struct {
 // in the first marked iteration, its bytes ahead (firstAhead); never past the capacity.
 func (e *Engine) growthExtra(n uint64) uint64 {
 	limit := min(uint64(float64(e.reserved)*e.cfg.growthSlack)/e.g, e.grownIter/e.g)
-	if unit := (e.cfg.warmupGrowth + e.g - 1) / e.g; n < unit && len(e.memos) == 0 {
+	least := e.firstAhead() // the bytes a growth makes at the least
+	if len(e.memos) == 0 {
+		least = max(least, e.cfg.warmupGrowth)
+	}
+	if unit := (least + e.g - 1) / e.g; n < unit {
 		limit = max(limit, unit-n)
 	}
-	limit = max(limit, e.firstAhead(n))
 	used := e.reserved + e.orphanBytes + n*e.g
 	if used >= e.capacity {
 		return 0
@@ -39,17 +42,17 @@ func (e *Engine) growthExtra(n uint64) uint64 {
 	return min(limit, (e.capacity-used)/e.g)
 }
 
-// firstAhead is how many chunks a growth of n creates beyond them in the caller's first marked
+// firstAhead is how many bytes a growth creates at the least in the caller's first marked
 // iteration (callerMarks, before seenIteration: the job's memory is built request by request):
-// as many as make the growth 1/firstAheadRoomShare of what the capacity still allows beyond the
-// memory held, but no more than the memory held (a small job on a large device at most doubles
-// what it holds), as long as the memory held is at most 1/firstAheadFarShare of that room; 0
-// never marked, with fixed handles and with WithExactGrowth. The bytes ahead are loose memory in
+// 1/firstAheadRoomShare of what the capacity still allows beyond the memory held, but no more
+// than the memory held (a small job on a large device at most doubles what it holds), as long as
+// the memory held is at most 1/firstAheadFarShare of that room; 0 never marked, with fixed
+// handles and with WithExactGrowth. The bytes ahead are loose memory in
 // headroom-sized handles that the next requests take, so the first iteration grows in a few large
 // steps where it made one per request and stitched what the loose memory could not hold in one
 // range; near the capacity, where a minimum capacity is decided, it grows as the requests ask
 // (tunables.go says what it was measured to cost and save).
-func (e *Engine) firstAhead(n uint64) uint64 {
+func (e *Engine) firstAhead() uint64 {
 	if !e.callerMarks || e.seenIteration || e.cfg.handleSize > 0 || e.cfg.exactGrowth {
 		return 0
 	}
@@ -61,10 +64,7 @@ func (e *Engine) firstAhead(n uint64) uint64 {
 	if held > room/firstAheadFarShare {
 		return 0
 	}
-	if unit := (min(room/firstAheadRoomShare, held) + e.g - 1) / e.g; n < unit {
-		return unit - n
-	}
-	return 0
+	return min(room/firstAheadRoomShare, held)
 }
 
 // peakAhead is how many chunks beyond need a growth creates once the engine has seen an iteration
