@@ -42,29 +42,32 @@ func (e *Engine) growthExtra(n uint64) uint64 {
 	return min(limit, (e.capacity-used)/e.g)
 }
 
+// firstIterationFar reports whether the engine is building the job's memory in the caller's first
+// marked iteration (callerMarks, before seenIteration: request by request) far from the
+// capacity: the memory held at most 1/firstAheadFarShare of the room below it. There a growth
+// makes bytes ahead of its request (firstAhead) and its handles are sized to a larger share of
+// the room (handleUnit); near the capacity, where a minimum capacity is decided, neither.
+func (e *Engine) firstIterationFar() bool {
+	if !e.callerMarks || e.seenIteration {
+		return false
+	}
+	held := e.reserved + e.orphanBytes
+	return held < e.capacity && held <= (e.capacity-held)/firstAheadFarShare
+}
+
 // firstAhead is how many bytes a growth creates at the least in the caller's first marked
-// iteration (callerMarks, before seenIteration: the job's memory is built request by request):
-// 1/firstAheadRoomShare of what the capacity still allows beyond the memory held, but no more
-// than the memory held (a small job on a large device at most doubles what it holds), as long as
-// the memory held is at most 1/firstAheadFarShare of that room; 0 never marked, with fixed
-// handles and with WithExactGrowth. The bytes ahead are loose memory in
-// headroom-sized handles that the next requests take, so the first iteration grows in a few large
-// steps where it made one per request and stitched what the loose memory could not hold in one
-// range; near the capacity, where a minimum capacity is decided, it grows as the requests ask
-// (tunables.go says what it was measured to cost and save).
+// iteration far from the capacity (firstIterationFar): 1/firstAheadRoomShare of what the capacity
+// still allows beyond the memory held, but no more than the memory held (a small job on a large
+// device at most doubles what it holds); 0 otherwise, with fixed handles and with WithExactGrowth.
+// The bytes ahead are loose memory that the next requests take, so the first iteration grows in a
+// few large steps where it made one per request and stitched what the loose memory could not
+// hold in one range (tunables.go says what it was measured to cost and save).
 func (e *Engine) firstAhead() uint64 {
-	if !e.callerMarks || e.seenIteration || e.cfg.handleSize > 0 || e.cfg.exactGrowth {
+	if e.cfg.handleSize > 0 || e.cfg.exactGrowth || !e.firstIterationFar() {
 		return 0
 	}
 	held := e.reserved + e.orphanBytes
-	if held >= e.capacity {
-		return 0
-	}
-	room := e.capacity - held
-	if held > room/firstAheadFarShare {
-		return 0
-	}
-	return min(room/firstAheadRoomShare, held)
+	return min((e.capacity-held)/firstAheadRoomShare, held)
 }
 
 // peakAhead is how many chunks beyond need a growth creates once the engine has seen an iteration

@@ -48,7 +48,7 @@ func deficitHandles(t *testing.T, sizes []uint64, capacity, reserved uint64, mar
 }
 
 // TestDeficitHandleOnceMarkedIterationSeen: with iterations marked, the growths of the first
-// iteration make handles sized to the headroom; once an iteration is remembered, what a growth
+// iteration make handles sized to the headroom (firstIterationHandle); once an iteration is remembered, what a growth
 // lacks is made as one handle (within the headroom times its share of the capacity over 256), so
 // that a new peak's excess costs a few VMM calls rather than one per headroom-sized handle: larger
 // handles than 1/1024 of the headroom far from the capacity, smaller near it.
@@ -73,7 +73,7 @@ func TestDeficitHandleOnceMarkedIterationSeen(t *testing.T) {
 			e.MarkIteration()
 			first := growthOf(t, e, d, tc.first)
 			for i, s := range first {
-				assert.LessOrEqual(t, s, headroomHandle(tc.capacity, 0), "first iteration, handle %d", i)
+				assert.LessOrEqual(t, s, firstIterationHandle(tc.capacity, 0), "first iteration, handle %d", i)
 			}
 			assert.Greater(t, len(first), 1, "the first iteration's growth is headroom-sized handles")
 			p, err := e.Alloc(50*mib, 0)

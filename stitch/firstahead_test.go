@@ -108,3 +108,62 @@ func TestFirstIterationGrowsAhead(t *testing.T) {
 		assert.Equal(t, weights+2*req, e.Stats().ReservedBytes)
 	})
 }
+
+// TestFirstIterationHandles: in the caller's first marked iteration far from the capacity, a
+// growth's handles are sized to 1/4096 of the room (firstIterationHandle), twice the headroom
+// share's; in the setup before the first mark, never marked, near the capacity and with fixed
+// handles they are not.
+func TestFirstIterationHandles(t *testing.T) {
+	const mib = uint64(1 << 20)
+	const gib = 1024 * mib
+	const capacity = 64 * gib
+	handles := func(t *testing.T, mark bool, held uint64, opts ...stitch.Option) []uint64 {
+		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
+		e, err := stitch.New(d, append([]stitch.Option{stitch.WithCapacity(capacity), stitch.WithExactGrowth()}, opts...)...)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, e.Close()) })
+		if held > 0 {
+			_, err := e.Alloc(held, 0)
+			require.NoError(t, err)
+		}
+		if mark {
+			e.MarkIteration()
+		}
+		d.sizes = d.sizes[:0]
+		_, err = e.Alloc(gib, 0)
+		require.NoError(t, err)
+		require.NoError(t, e.Check())
+		return append([]uint64(nil), d.sizes...)
+	}
+	all := func(sizes []uint64, size uint64) []uint64 {
+		want := make([]uint64, len(sizes))
+		for i := range want {
+			want[i] = size
+		}
+		return want
+	}
+
+	t.Run("first marked iteration", func(t *testing.T) {
+		sizes := handles(t, true, 0)
+		require.Equal(t, firstIterationHandle(capacity, 0), 16*mib)
+		assert.Equal(t, all(sizes, 16*mib), sizes, "1/4096 of the room")
+		assert.Len(t, sizes, 64)
+	})
+	t.Run("setup", func(t *testing.T) {
+		sizes := handles(t, false, 0)
+		assert.Equal(t, all(sizes, 8*mib), sizes, "before the first mark: 1/8192 of the room")
+	})
+	t.Run("never marked", func(t *testing.T) {
+		sizes := handles(t, false, 2*gib)
+		assert.Equal(t, all(sizes, headroomHandle(capacity, 2*gib)), sizes)
+	})
+	t.Run("near the capacity", func(t *testing.T) {
+		// 16 GiB held is more than a quarter of the 48 GiB left.
+		sizes := handles(t, true, 16*gib)
+		assert.Equal(t, all(sizes, headroomHandle(capacity, 16*gib)), sizes)
+	})
+	t.Run("fixed handles", func(t *testing.T) {
+		sizes := handles(t, true, 0, stitch.WithHandleSize(4*mib))
+		assert.Equal(t, all(sizes, 4*mib), sizes)
+	})
+}

@@ -96,7 +96,9 @@ func (e *Engine) deficitBytes(room uint64) uint64 {
 // handleUnit is the size, in chunks, of the handles a growth creates: the handle size if
 // WithHandleSize set one, else the largest power of two whose bytes are at most
 // 1/handleHeadroomShare of what the capacity still allows beyond the memory held (reserved and
-// orphaned) and at most maxHandleBytes, and at least one chunk (tunables.go says why).
+// orphaned; 1/firstHandleHeadroomShare in the caller's first marked iteration far from the
+// capacity, firstIterationFar) and at most maxHandleBytes, and at least one chunk (tunables.go
+// says why).
 func (e *Engine) handleUnit() uint64 {
 	if e.cfg.handleSize > 0 {
 		return e.cfg.handleSize / e.g
@@ -105,7 +107,11 @@ func (e *Engine) handleUnit() uint64 {
 	if held >= e.capacity {
 		return 1
 	}
-	limit := min((e.capacity-held)/handleHeadroomShare, maxHandleBytes) / e.g
+	share := uint64(handleHeadroomShare)
+	if e.firstIterationFar() {
+		share = firstHandleHeadroomShare
+	}
+	limit := min((e.capacity-held)/share, maxHandleBytes) / e.g
 	if limit == 0 {
 		return 1
 	}

@@ -28,9 +28,19 @@ func (d *createLog) Create(size uint64) (stitch.PhysHandle, error) {
 
 // headroomHandle is the largest handle a growth may create with reserved bytes held under capacity:
 // the largest power-of-two multiple of G within 1/8192 of the headroom, at most 1 GiB, at least G.
-func headroomHandle(capacity, reserved uint64) uint64 {
+func headroomHandle(capacity, reserved uint64) uint64 { return shareHandle(capacity, reserved, 8192) }
+
+// firstIterationHandle is headroomHandle in the caller's first marked iteration far from the
+// capacity: within 1/4096 of the headroom.
+func firstIterationHandle(capacity, reserved uint64) uint64 {
+	return shareHandle(capacity, reserved, 4096)
+}
+
+// shareHandle is the largest power-of-two multiple of G within 1/share of the headroom, at most 1
+// GiB, at least G.
+func shareHandle(capacity, reserved, share uint64) uint64 {
 	const g = 2 << 20
-	limit := min((capacity-reserved)/8192, 1<<30) / g
+	limit := min((capacity-reserved)/share, 1<<30) / g
 	if limit == 0 {
 		return g
 	}
