@@ -111,8 +111,8 @@ func TestFirstIterationGrowsAhead(t *testing.T) {
 
 // TestFirstIterationHandles: in the caller's first marked iteration far from the capacity, a
 // growth's handles are sized to 1/4096 of the room (firstIterationHandle), twice the headroom
-// share's; in the setup before the first mark, never marked, near the capacity and with fixed
-// handles they are not.
+// share's, where that is no more than the memory held; in the setup before the first mark, never
+// marked, near the capacity, for a job that holds less and with fixed handles they are not.
 func TestFirstIterationHandles(t *testing.T) {
 	const mib = uint64(1 << 20)
 	const gib = 1024 * mib
@@ -144,10 +144,15 @@ func TestFirstIterationHandles(t *testing.T) {
 	}
 
 	t.Run("first marked iteration", func(t *testing.T) {
-		sizes := handles(t, true, 0)
-		require.Equal(t, firstIterationHandle(capacity, 0), 16*mib)
-		assert.Equal(t, all(sizes, 16*mib), sizes, "1/4096 of the room")
-		assert.Len(t, sizes, 64)
+		sizes := handles(t, true, gib)
+		require.Equal(t, 8*mib, firstIterationHandle(capacity, gib))
+		require.Equal(t, 4*mib, headroomHandle(capacity, gib))
+		assert.Equal(t, all(sizes, 8*mib), sizes, "1/4096 of the room")
+		assert.Len(t, sizes, 128)
+	})
+	t.Run("a small job", func(t *testing.T) {
+		sizes := handles(t, true, 4*mib)
+		assert.Equal(t, all(sizes, headroomHandle(capacity, 4*mib)), sizes, "no larger than the memory held")
 	})
 	t.Run("setup", func(t *testing.T) {
 		sizes := handles(t, false, 0)

@@ -96,9 +96,9 @@ func (e *Engine) deficitBytes(room uint64) uint64 {
 // handleUnit is the size, in chunks, of the handles a growth creates: the handle size if
 // WithHandleSize set one, else the largest power of two whose bytes are at most
 // 1/handleHeadroomShare of what the capacity still allows beyond the memory held (reserved and
-// orphaned; 1/firstHandleHeadroomShare in the caller's first marked iteration far from the
-// capacity, firstIterationFar) and at most maxHandleBytes, and at least one chunk (tunables.go
-// says why).
+// orphaned; in the caller's first marked iteration far from the capacity, firstIterationFar,
+// 1/firstHandleHeadroomShare of it where that is no more than the memory held) and at most
+// maxHandleBytes, and at least one chunk (tunables.go says why).
 func (e *Engine) handleUnit() uint64 {
 	if e.cfg.handleSize > 0 {
 		return e.cfg.handleSize / e.g
@@ -107,11 +107,11 @@ func (e *Engine) handleUnit() uint64 {
 	if held >= e.capacity {
 		return 1
 	}
-	share := uint64(handleHeadroomShare)
+	bound := min((e.capacity-held)/handleHeadroomShare, maxHandleBytes)
 	if e.firstIterationFar() {
-		share = firstHandleHeadroomShare
+		bound = max(bound, min((e.capacity-held)/firstHandleHeadroomShare, maxHandleBytes, held))
 	}
-	limit := min((e.capacity-held)/share, maxHandleBytes) / e.g
+	limit := bound / e.g
 	if limit == 0 {
 		return 1
 	}

@@ -33,7 +33,9 @@ import "math/bits"
 // 53.4); only when it is at least half of the requests so far away, the same losses and the
 // distillation loop unchanged; deficit handles only for a deficit of at least 4 or 16
 // headroom-sized handles, the distillation loop 1.0242 and 1.0201, steady targets 35 and 32 of 39
-// instead of 35.
+// instead of 35; handles re-cut to the blocks (WithHandlesFollowBlocks' rule) only while the room
+// is under an eighth or a quarter of the capacity, the distillation loop 1.0242 and the
+// gradient-accumulation GPT-2 1.0105 (its bytes strand while the room is still large).
 //
 // Contexts do not place requests: with the finder, every trace's iterations from about the third
 // are marked and follow memos, and sending a request where the last one of its context went

@@ -208,9 +208,11 @@ const (
 // The first iteration's handles (handleUnit, handles.go). Where the first marked iteration grows
 // ahead of its requests (firstIterationFar: the caller's first marked iteration, the memory held
 // at most 1/firstAheadFarShare of the room), its handles are sized to 1/firstHandleHeadroomShare
-// of the room rather than 1/handleHeadroomShare: twice as large, so that building the job's
-// activations costs half the VMM calls, and a later new shape that stitches over them maps half
-// the handles. The job's setup (before the first mark), later iterations and the memory near
+// of the room rather than 1/handleHeadroomShare, where that is no more than the memory held: twice
+// as large, so that building the job's activations costs half the VMM calls, and a later new
+// shape that stitches over them maps half the handles. The bound by the memory held keeps a small
+// job on a large device to its own scale: without it the demo's 4.4 MiB job (make demo, host
+// memory) held 6.97 MiB at its peak instead of 5.36. The job's setup (before the first mark), later iterations and the memory near
 // the capacity keep the headroom share. Measured with gmlake-bench replay --min-capacity --repeat
 // 4 (the H200's costs) on the 39 traces of the project, marked, against the engine without it
 // (2026-12-07): the largest warm-up iteration within 10% of PyTorch's step on 27 instead of 22
