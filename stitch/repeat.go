@@ -23,18 +23,17 @@ import "math/bits"
 // looked at, the first repeat is 1 to 27 requests after the request it repeats (a layer after the
 // layer before it: gpt2-gradaccum at request 191, gpt2xl-full-ckpt at 49, llama7b-lora-ckpt-off at
 // 926, the BERT -> DistilBERT distillation loop at 368, inside the frozen teacher's forward pass).
-// On that loop it is a defect: the rest of the first iteration grows in deficit handles, which
-// live blocks of other sizes later share, and its minimum capacity is 1.0242 x peak active (the
-// pool: 1.011; with 2 MiB handles 1.0077). Measured with gmlake-bench replay --min-capacity
-// --repeat 4 on the 39 traces of the project (marked; 2026-12-07) and not taken: a repeat counted
-// only when the request it repeats came before the last growth fixes that loop (1.0094) but costs
-// the gradient-accumulation GPT-2 1.0063 -> 1.0111 and the warm-up target on 3 traces
-// (gpt2xl-full-ckpt 24.7 -> 107.8 ms, llama7b-lora-ckpt-off 42.7 -> 106.3, GPT-2 medium 18.4 ->
-// 53.4); deficit handles only once a memo is remembered (the rule then moves only the bytes
-// ahead), the loop 1.0091 but the accumulation GPT-2 1.0104 and the same warm-up losses
-// (gpt2xl-full-ckpt 119.1 ms); a repeat only when it is at least half of the requests so far
-// away, the same losses and the distillation loop unchanged; deficit handles only for a deficit of
-// at least 4 or 16
+// On that loop it is a defect: the rest of the first iteration grows in deficit handles, which live
+// blocks of other sizes later share, and its minimum capacity is 1.0242 x peak active (the pool:
+// 1.011; with 2 MiB handles 1.0077). Measured with gmlake-bench replay --min-capacity --repeat 4 on
+// the 39 traces of the project (marked; 2026-12-07) and not taken: a repeat counted only when the
+// request it repeats came before the last growth fixes that loop (1.0094) but costs the
+// gradient-accumulation GPT-2 1.0063 -> 1.0111 and the warm-up target on 3 traces (gpt2xl-full-ckpt
+// 24.7 -> 107.8 ms, llama7b-lora-ckpt-off 42.7 -> 106.3, GPT-2 medium 18.4 -> 53.4); deficit
+// handles only once a memo is remembered (the rule then moves only the bytes ahead), the loop
+// 1.0091 but the accumulation GPT-2 1.0104 and the same warm-up losses (gpt2xl-full-ckpt 119.1 ms);
+// a repeat only when it is at least half of the requests so far away, the same losses and the
+// distillation loop unchanged; deficit handles only for a deficit of at least 4 or 16
 // headroom-sized handles, the distillation loop 1.0242 and 1.0201, steady targets 35 and 32 of 39
 // instead of 35; handles re-cut to the blocks (WithHandlesFollowBlocks' rule) only while the room
 // is under an eighth or a quarter of the capacity, the distillation loop 1.0242 and the

@@ -206,31 +206,31 @@ const (
 )
 
 // The first iteration's handles (handleUnit, handles.go). Where the first marked iteration grows
-// ahead of its requests (firstIterationFar: the caller's first marked iteration, the memory held
-// at most 1/firstAheadFarShare of the room), its handles are sized to 1/firstHandleHeadroomShare
-// of the room rather than 1/handleHeadroomShare, where that is no more than the memory held: twice
-// as large, so that building the job's activations costs half the VMM calls, and a later new
-// shape that stitches over them maps half the handles. The bound by the memory held keeps a small
-// job on a large device to its own scale: without it the demo's 4.4 MiB job (make demo, host
-// memory) held 6.97 MiB at its peak instead of 5.36. The job's setup (before the first mark), later iterations and the memory near
-// the capacity keep the headroom share. Measured with gmlake-bench replay --min-capacity --repeat
-// 4 (the H200's costs) on the 39 traces of the project, marked, against the engine without it
-// (2026-12-07): the largest warm-up iteration within 10% of PyTorch's step on 27 instead of 22
-// (summed over the 39, 1,322 -> 1,034 ms; vitb16 15.2 -> 7.9 ms, opt1.3b-full 86.7 -> 44.6,
-// llama1b-full 223 -> 170), the largest steady one within 1% on 37 instead of 35 (the two OPT LoRA
-// traces 4.48 -> 3.08 ms against 4.29 and 7.85 -> 4.23 against 7.68: their new shapes stitch over
-// fewer handles); capacity / peak active within target on the same 35 (gpt2xl-full-ckpt 1.0068
+// ahead of its requests (firstIterationFar: the caller's first marked iteration, the memory held at
+// most 1/firstAheadFarShare of the room), its handles are sized to 1/firstHandleHeadroomShare of
+// the room rather than 1/handleHeadroomShare, where that is no more than the memory held: twice as
+// large, so that building the job's activations costs half the VMM calls, and a later new shape
+// that stitches over them maps half the handles. The bound by the memory held keeps a small job on
+// a large device to its own scale: without it the demo's 4.4 MiB job (make demo, host memory) held
+// 6.97 MiB at its peak instead of 5.36. The job's setup (before the first mark), later iterations
+// and the memory near the capacity keep the headroom share. Measured with gmlake-bench replay
+// --min-capacity --repeat 4 (the H200's costs) on the 39 traces of the project, marked, against the
+// engine without it (2026-12-07): the largest warm-up iteration within 10% of PyTorch's step on 27
+// instead of 22 (summed over the 39, 1,322 -> 1,034 ms; vitb16 15.2 -> 7.9 ms, opt1.3b-full 86.7 ->
+// 44.6, llama1b-full 223 -> 170), the largest steady one within 1% on 37 instead of 35 (the two OPT
+// LoRA traces 4.48 -> 3.08 ms against 4.29 and 7.85 -> 4.23 against 7.68: their new shapes stitch
+// over fewer handles); capacity / peak active within target on the same 35 (gpt2xl-full-ckpt 1.0068
 // -> 1.0095, DeBERTa-v2 1.0090 -> 1.0095, llama1b-full 1.0033 -> 1.0042); 0 calls in the fourth
 // repetition; never marked unchanged. Peak reserved with no capacity limit moves with the layout:
 // 1.176 -> 1.181 x peak active in the mean (llama7b-lora-ckpt-off 1.006 -> 1.260, Whisper 1.11 ->
-// 1.29). On the nine traces recorded after release 0.5.1 (testdata/heldout-0.5.2, -0.5.3,
-// -finder) capacity is the same on all nine. Measured and not taken: shares of 2048 and 1024
-// (warm-up within target on 32 and 35, capacity on 32: the gradient-accumulation GPT-2 1.0178 and
-// 1.0139, DeBERTa-v2 1.0129 and 1.0125, gpt2xl-full-ckpt 1.0105 and 1.0110: the handles the first
-// iteration's activations leave partly used strand free bytes that a new peak's stitch cannot
-// map); the larger handles up to half the room or the whole room held (gpt2xl-full-ckpt 1.0105);
-// from the setup on and never marked too (DeBERTa-v2 1.0109 marked; never marked, warm-up within
-// target on 20 instead of 17 and gpt2xl-full-ckpt 1.0092).
+// 1.29). On the nine traces recorded after release 0.5.1 (testdata/heldout-0.5.2, -0.5.3, -finder)
+// capacity is the same on all nine. Measured and not taken: shares of 2048 and 1024 (warm-up within
+// target on 32 and 35, capacity on 32: the gradient-accumulation GPT-2 1.0178 and 1.0139,
+// DeBERTa-v2 1.0129 and 1.0125, gpt2xl-full-ckpt 1.0105 and 1.0110: the handles the first
+// iteration's activations leave partly used strand free bytes that a new peak's stitch cannot map);
+// the larger handles up to half the room or the whole room held (gpt2xl-full-ckpt 1.0105); from the
+// setup on and never marked too (DeBERTa-v2 1.0109 marked; never marked, warm-up within target on
+// 20 instead of 17 and gpt2xl-full-ckpt 1.0092).
 const firstHandleHeadroomShare = 4096
 
 // Growing instead of stitching (growsCheaper, chain.go). Every VMM call costs per handle, and the
