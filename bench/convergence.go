@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/gmlake/gmlake/trace"
 )
 
-// Convergence is how an allocator settles when a trace's iterations repeat (RepeatIterations), as
-// the same shapes do in a long training run: an allocator that has converged makes no driver call
-// in a repetition. It is part of the Report, its fields at the report's top level in JSON.
+// Convergence is how an allocator settles when a trace's iterations repeat
+// (trace.RepeatIterations), as the same shapes do in a long training run: an allocator that has
+// converged makes no driver call in a repetition. It is part of the Report, its fields at the
+// report's top level in JSON.
 type Convergence struct {
 	Repetitions int `json:"repetitions"`
 	// Driver calls in each repetition (the setup's are in none of them).
@@ -30,10 +33,10 @@ type Convergence struct {
 	RepetitionPeakReserved uint64 `json:"repetition_peak_reserved"`
 }
 
-// MeasureConvergence replays p's iterations times times in a row (RepeatIterations) through a
+// MeasureConvergence replays p's iterations times times in a row (trace.RepeatIterations) through a
 // fresh, uncapped instance of spec.
 func MeasureConvergence(p *Prepared, spec Spec, times int) (*Convergence, error) {
-	rep, err := RepeatIterations(p.Trace, times)
+	rep, err := trace.RepeatIterations(p.Trace, times)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.Name, err)
 	}
@@ -57,7 +60,7 @@ func MeasureConvergence(p *Prepared, spec Spec, times int) (*Convergence, error)
 }
 
 // convergenceOf sums the run's calls by repetition.
-func convergenceOf(rep *Repetition, run *Run) *Convergence {
+func convergenceOf(rep *trace.Repetition, run *Run) *Convergence {
 	c := &Convergence{Repetitions: rep.Times, RepetitionDriverCalls: make([]uint64, rep.Times),
 		RepetitionPeakActive: run.PeakActive, RepetitionPeakReserved: run.PeakReserved,
 		ConvergedCallsByKind: run.SteadyCallsByKind}

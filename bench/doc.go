@@ -60,9 +60,9 @@
 //     less the time inside metered driver calls, and per alloc+free pair over the steady
 //     iterations (Report.SteadyNsPerPair), the figure set beside the Gorgonia pool's;
 //   - convergence (MeasureConvergence): the trace's iterations replayed several times in a row
-//     (RepeatIterations; resident allocations made once), as the same shapes recur in a long run:
-//     driver calls per iteration in the last repetition, and after how many repetitions one made
-//     no driver call at all;
+//     (trace.RepeatIterations; resident allocations made once), as the same shapes recur in a long
+//     run: driver calls per iteration in the last repetition, and after how many repetitions one
+//     made no driver call at all;
 //   - ns per pair: wall time of the uncapped replay over the number of allocations;
 //   - out-of-memory under a given capacity, and the event where it happened.
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/internal/units"
 	"github.com/gmlake/gmlake/stitch"
+	"github.com/gmlake/gmlake/trace"
 )
 
 func TestGMLakeMinCapacityBetweenActiveAndReserved(t *testing.T) {
@@ -29,7 +30,7 @@ func TestReplayMarksIterations(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []uint64{1, 3}, m.callsAtMark, "marks after the setup's call and after iteration 0's two")
 
-	rep, err := RepeatIterations(p.Trace, 2)
+	rep, err := trace.RepeatIterations(p.Trace, 2)
 	require.NoError(t, err)
 	rp, err := Prepare("repeated", rep.Trace)
 	require.NoError(t, err)

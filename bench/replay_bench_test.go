@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gmlake/gmlake/trace"
 )
 
 // BenchmarkReplay replays a real trace through each allocator: ns/pair is the cost of one
@@ -53,7 +55,7 @@ func BenchmarkTrainingLoop(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			t, err := Load(filepath.Join("..", "results", "cnn", name+".trace.gz"))
 			require.NoError(b, err)
-			rep, err := RepeatIterations(t, 20)
+			rep, err := trace.RepeatIterations(t, 20)
 			require.NoError(b, err)
 			p, err := Prepare(name, rep.Trace)
 			require.NoError(b, err)

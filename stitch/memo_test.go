@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/driver/sim"
 	"github.com/gmlake/gmlake/stitch"
 	"github.com/gmlake/gmlake/trace"
@@ -112,11 +111,11 @@ func TestMarkIterationAfterClose(t *testing.T) {
 }
 
 // cycled repeats a trace's iterations n times in a row, as a long run whose shapes recur
-// (bench.RepeatIterations: the setup once, allocations the trace never frees made in the first
+// (trace.RepeatIterations: the setup once, allocations the trace never frees made in the first
 // repetition only).
 func cycled(t *testing.T, tr *trace.Trace, n int) *trace.Trace {
 	t.Helper()
-	rep, err := bench.RepeatIterations(tr, n)
+	rep, err := trace.RepeatIterations(tr, n)
 	require.NoError(t, err)
 	return rep.Trace
 }

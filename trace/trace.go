@@ -8,6 +8,10 @@
 // Files may be gzip'd: Read detects it by magic bytes, not by name; WriteFile gzips a path ending
 // in ".gz". A Trace holds every event in memory: the largest real traces have ~10^5 events, a few
 // MiB.
+//
+// RepeatIterations plays a trace's iterations several times in a row, as a long training run plays
+// the same shapes again: the replays that measure how an allocator settles (bench's convergence,
+// gpu-replay's repetitions, the engine's own tests) all build their streams with it.
 package trace
 
 import (

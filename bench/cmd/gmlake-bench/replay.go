@@ -16,6 +16,7 @@ import (
 	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/internal/progress"
 	"github.com/gmlake/gmlake/internal/units"
+	"github.com/gmlake/gmlake/trace"
 	"github.com/schollz/progressbar/v3"
 )
 
@@ -48,7 +49,7 @@ var errVariantWithoutGMLake = errors.New("gmlake is not among --allocators")
 
 func (c *replayCmd) Run(stdout io.Writer) error {
 	if c.Repeat < 0 {
-		return fmt.Errorf("--repeat %d: %w", c.Repeat, bench.ErrRepeatCount)
+		return fmt.Errorf("--repeat %d: %w", c.Repeat, trace.ErrRepeatCount)
 	}
 	specs, err := bench.SimSpecs(c.Allocators)
 	if err != nil {

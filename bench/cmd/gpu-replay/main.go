@@ -17,7 +17,7 @@
 //	    [--repeat N] [--json FILE] [--markdown FILE] [TRACE...]
 //
 // --repeat N (N > 1) also replays gmlake, with iteration marks and no capacity limit, over the
-// trace's iterations played N times in a row (bench.RepeatIterations, as gmlake-bench --repeat),
+// trace's iterations played N times in a row (trace.RepeatIterations, as gmlake-bench --repeat),
 // on the GPU and on the simulator, and reports the last repetition on its own: the driver calls
 // and the time a long run's recurring shapes cost once the engine has seen them.
 //

@@ -21,11 +21,11 @@ const (
 
 var phaseNames = [numPhases]string{"setup", "warmup", "steady", "last_repetition"}
 
-// phaser tells an iteration's phase. A trace whose iterations are repeated (bench.RepeatIterations)
+// phaser tells an iteration's phase. A trace whose iterations are repeated (trace.RepeatIterations)
 // numbers repetition r's iterations from r*stride: the first repetition has the warm-up, its last
 // repetition (times > 1) is a phase of its own, where a converged allocator makes no driver call.
 type phaser struct {
-	stride int64 // bench.Repetition.IterStride; 0 for a trace played once
+	stride int64 // trace.Repetition.IterStride; 0 for a trace played once
 	times  int
 }
 

@@ -28,7 +28,7 @@ func prepare(name string, t *trace.Trace) (*prepared, error) {
 
 // prepareRepeated compiles t with its iterations played times times in a row (the setup once).
 func prepareRepeated(name string, t *trace.Trace, times int) (*prepared, error) {
-	rep, err := bench.RepeatIterations(t, times)
+	rep, err := trace.RepeatIterations(t, times)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@
 // MarkIteration) is summed and printed per pair: with -evict, what a request costs when the
 // caches hold what the executor's work left there (results/bench/STEADY-CPU.md, "Wall time,
 // caches evicted"). With -repeat N the trace's iterations are played N times
-// (bench.RepeatIterations) and the steady part is every repetition after the first: more pairs,
+// (trace.RepeatIterations) and the steady part is every repetition after the first: more pairs,
 // for a steadier time. With -split (and -time) the time is also given by kind of call: Free, and
 // for gmlake Alloc apart by outcome, exact matches and the rest (splits and re-carves of a cached
 // place, stitches, new memory), the outcome read from the engine's statistics after the call, out
@@ -75,7 +75,7 @@ func run(path, name string, evictBytes, stride, repeat int, warmOnly, timed, spl
 	}
 	steadyFrom := int64(bench.SteadyFrom)
 	if repeat > 1 {
-		rep, err := bench.RepeatIterations(t, repeat)
+		rep, err := trace.RepeatIterations(t, repeat)
 		if err != nil {
 			return err
 		}

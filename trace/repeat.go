@@ -1,17 +1,15 @@
-package bench
+package trace
 
 import (
 	"errors"
 	"fmt"
 	"math"
-
-	"github.com/gmlake/gmlake/trace"
 )
 
 // Repetition is a trace's iterations played several times in a row, as a long training run plays
 // the same shapes again and again. See RepeatIterations.
 type Repetition struct {
-	Trace      *trace.Trace
+	Trace      *Trace
 	Times      int   // repetitions of the iterations
 	Iterations int   // iteration markers in each repetition
 	IterStride int64 // iteration N of the trace is numbered N + r*IterStride in repetition r (0-based)
@@ -19,8 +17,8 @@ type Repetition struct {
 
 // Errors of RepeatIterations.
 var (
-	ErrNoIterations = errors.New("bench: the trace has no iteration marker to repeat from")
-	ErrRepeatCount  = errors.New("bench: bad repetition count")
+	ErrNoIterations = errors.New("trace: the trace has no iteration marker to repeat from")
+	ErrRepeatCount  = errors.New("trace: bad repetition count")
 )
 
 // RepeatIterations returns t with its iterations (the events from the first iteration marker to the
@@ -37,7 +35,7 @@ var (
 //   - allocations of the setup that an iteration frees: freed in the first repetition only.
 //
 // So the same allocations are live at the end of every repetition, those live at the end of t.
-func RepeatIterations(t *trace.Trace, times int) (*Repetition, error) {
+func RepeatIterations(t *Trace, times int) (*Repetition, error) {
 	if times < 1 {
 		return nil, fmt.Errorf("%w: %d", ErrRepeatCount, times)
 	}
@@ -50,11 +48,11 @@ func RepeatIterations(t *trace.Trace, times int) (*Repetition, error) {
 	iters := 0
 	for i, ev := range t.Events {
 		switch ev.Kind {
-		case trace.Free:
+		case Free:
 			freed[ev.ID] = true
-		case trace.Iter:
+		case Iter:
 			if ev.ID < 0 {
-				return nil, fmt.Errorf("%w: event %d: negative iteration %d", trace.ErrFormat, i, ev.ID)
+				return nil, fmt.Errorf("%w: event %d: negative iteration %d", ErrFormat, i, ev.ID)
 			}
 			if first < 0 {
 				first = i
@@ -70,13 +68,13 @@ func RepeatIterations(t *trace.Trace, times int) (*Repetition, error) {
 	if stride > math.MaxInt64/int64(times) {
 		return nil, fmt.Errorf("%w: %d repetitions of iterations numbered up to %d", ErrRepeatCount, times, maxIter)
 	}
-	out := &trace.Trace{Name: t.Name, Header: append(append([]string(nil), t.Header...),
-		fmt.Sprintf("iterations repeated %d times by bench.RepeatIterations", times))}
-	out.Events = make([]trace.Event, 0, first+times*(len(t.Events)-first))
+	out := &Trace{Name: t.Name, Header: append(append([]string(nil), t.Header...),
+		fmt.Sprintf("iterations repeated %d times by trace.RepeatIterations", times))}
+	out.Events = make([]Event, 0, first+times*(len(t.Events)-first))
 	r := renamer{ids: make(map[int64]int64)}
 	setup := make(map[int64]bool)
 	for _, ev := range t.Events[:first] {
-		if ev.Kind == trace.Alloc {
+		if ev.Kind == Alloc {
 			setup[ev.ID] = true
 		}
 		out.Events = append(out.Events, r.rename(ev))
@@ -84,11 +82,11 @@ func RepeatIterations(t *trace.Trace, times int) (*Repetition, error) {
 	for rep := range times {
 		for _, ev := range t.Events[first:] {
 			switch {
-			case rep > 0 && ev.Kind == trace.Alloc && !freed[ev.ID]:
+			case rep > 0 && ev.Kind == Alloc && !freed[ev.ID]:
 				continue // resident since the first repetition
-			case rep > 0 && ev.Kind == trace.Free && setup[ev.ID]:
+			case rep > 0 && ev.Kind == Free && setup[ev.ID]:
 				continue // freed in the first repetition
-			case ev.Kind == trace.Iter:
+			case ev.Kind == Iter:
 				ev.ID += int64(rep) * stride
 				out.Events = append(out.Events, ev)
 			default:
@@ -97,25 +95,6 @@ func RepeatIterations(t *trace.Trace, times int) (*Repetition, error) {
 		}
 	}
 	return &Repetition{Trace: out, Times: times, Iterations: iters, IterStride: stride}, nil
-}
-
-// renamer gives allocations new ids 0, 1, 2, ... in order; a free takes the id of the latest
-// allocation of its old id.
-type renamer struct {
-	ids  map[int64]int64
-	next int64
-}
-
-func (r *renamer) rename(ev trace.Event) trace.Event {
-	switch ev.Kind {
-	case trace.Alloc:
-		r.ids[ev.ID] = r.next
-		ev.ID = r.next
-		r.next++
-	case trace.Free:
-		ev.ID = r.ids[ev.ID]
-	}
-	return ev
 }
 
 // RepetitionOf returns the repetition (0-based) that iteration number it belongs to.

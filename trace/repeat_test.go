@@ -1,4 +1,4 @@
-package bench
+package trace_test
 
 import (
 	"fmt"
@@ -76,7 +76,7 @@ func TestRepeatIterationsEventStream(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := readTrace(t, tt.lines...)
-			rep, err := RepeatIterations(tr, tt.times)
+			rep, err := trace.RepeatIterations(tr, tt.times)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, eventLines(rep.Trace.Events))
 			assert.Equal(t, tt.times, rep.Times)
@@ -91,7 +91,7 @@ func TestRepeatIterationsEventStream(t *testing.T) {
 // unique, every free of a live allocation), each repetition has the trace's markers, each numbered
 // within its own repetition, and the same bytes are live at the end of every repetition as at the
 // end of the trace.
-func checkRepetition(t *testing.T, tr *trace.Trace, rep *Repetition) {
+func checkRepetition(t *testing.T, tr *trace.Trace, rep *trace.Repetition) {
 	t.Helper()
 	require.NoError(t, rep.Trace.Validate())
 	endLive := liveBytes(tr.Events)
@@ -146,13 +146,13 @@ func TestRepeatIterationsErrors(t *testing.T) {
 		times int
 		want  error
 	}{
-		{"no markers", []string{"a 0 1 0", "f 0"}, 2, ErrNoIterations},
-		{"zero times", repeatSample, 0, ErrRepeatCount},
+		{"no markers", []string{"a 0 1 0", "f 0"}, 2, trace.ErrNoIterations},
+		{"zero times", repeatSample, 0, trace.ErrRepeatCount},
 		{"invalid trace", []string{"i 0", "f 3"}, 2, trace.ErrFormat},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := RepeatIterations(readTrace(t, tt.lines...), tt.times)
+			_, err := trace.RepeatIterations(readTrace(t, tt.lines...), tt.times)
 			assert.ErrorIs(t, err, tt.want)
 		})
 	}
@@ -161,7 +161,8 @@ func TestRepeatIterationsErrors(t *testing.T) {
 // Real traces keep the same invariants: the hand-made one from a snapshot, and a shared training
 // trace (setup with weights, optimizer state made in iteration 0).
 func TestRepeatIterationsRealTraces(t *testing.T) {
-	sentinels, err := Load("testdata/sentinels.trace")
+	// made from a PyTorch snapshot by bench.Load
+	sentinels, err := trace.ReadFile("../bench/testdata/sentinels.trace")
 	require.NoError(t, err)
 	traces := map[string]func(t *testing.T) *trace.Trace{
 		"sentinels": func(*testing.T) *trace.Trace { return sentinels },
@@ -172,7 +173,7 @@ func TestRepeatIterationsRealTraces(t *testing.T) {
 	for name, load := range traces {
 		t.Run(name, func(t *testing.T) {
 			tr := load(t)
-			rep, err := RepeatIterations(tr, 3)
+			rep, err := trace.RepeatIterations(tr, 3)
 			require.NoError(t, err)
 			checkRepetition(t, tr, rep)
 		})
