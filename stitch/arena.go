@@ -42,13 +42,17 @@ func (e *Engine) growthExtra(n uint64) uint64 {
 	return min(limit, (e.capacity-used)/e.g)
 }
 
-// firstIterationFar reports whether the engine is building the job's memory in the caller's first
-// marked iteration (callerMarks, before seenIteration: request by request) far from the
-// capacity: the memory held at most 1/firstAheadFarShare of the room below it. There a growth
-// makes bytes ahead of its request (firstAhead) and its handles are sized to a larger share of
-// the room (handleUnit); near the capacity, where a minimum capacity is decided, neither.
+// firstMarkedIteration reports whether the engine is building the job's memory in the caller's
+// first marked iteration (callerMarks, before seenIteration: request by request). There a
+// growth's handles may be larger than the headroom share (handleUnit, firstHandleBytes).
+func (e *Engine) firstMarkedIteration() bool { return e.callerMarks && !e.seenIteration }
+
+// firstIterationFar reports whether the engine is in the caller's first marked iteration
+// (firstMarkedIteration) far from the capacity: the memory held at most 1/firstAheadFarShare of
+// the room below it. There a growth makes bytes ahead of its request (firstAhead); near the
+// capacity, where a minimum capacity is decided, it does not.
 func (e *Engine) firstIterationFar() bool {
-	if !e.callerMarks || e.seenIteration {
+	if !e.firstMarkedIteration() {
 		return false
 	}
 	held := e.reserved + e.orphanBytes

@@ -109,15 +109,16 @@ func TestFirstIterationGrowsAhead(t *testing.T) {
 	})
 }
 
-// TestFirstIterationHandles: in the caller's first marked iteration far from the capacity, a
-// growth's handles are sized to 1/4096 of the room (firstIterationHandle), twice the headroom
-// share's, where that is no more than the memory held; in the setup before the first mark, never
-// marked, near the capacity, for a job that holds less and with fixed handles they are not.
+// TestFirstIterationHandles: in the caller's first marked iteration, a growth's handles hold up to
+// the room times its share of 128 TiB (firstIterationHandle) where that is more than the headroom
+// share and no more than the memory held: four times the headroom share's in a 63 GiB room, 128
+// MiB in an H200's; in the setup before the first mark, never marked, in a room of 16 GiB or
+// less, for a job that holds less and with fixed handles they are not.
 func TestFirstIterationHandles(t *testing.T) {
 	const mib = uint64(1 << 20)
 	const gib = 1024 * mib
 	const capacity = 64 * gib
-	handles := func(t *testing.T, mark bool, held uint64, opts ...stitch.Option) []uint64 {
+	handlesIn := func(t *testing.T, capacity uint64, mark bool, held uint64, opts ...stitch.Option) []uint64 {
 		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
 		e, err := stitch.New(d, append([]stitch.Option{stitch.WithCapacity(capacity), stitch.WithExactGrowth()}, opts...)...)
 		require.NoError(t, err)
@@ -135,6 +136,9 @@ func TestFirstIterationHandles(t *testing.T) {
 		require.NoError(t, e.Check())
 		return append([]uint64(nil), d.sizes...)
 	}
+	handles := func(t *testing.T, mark bool, held uint64, opts ...stitch.Option) []uint64 {
+		return handlesIn(t, capacity, mark, held, opts...)
+	}
 	all := func(sizes []uint64, size uint64) []uint64 {
 		want := make([]uint64, len(sizes))
 		for i := range want {
@@ -145,10 +149,17 @@ func TestFirstIterationHandles(t *testing.T) {
 
 	t.Run("first marked iteration", func(t *testing.T) {
 		sizes := handles(t, true, gib)
-		require.Equal(t, 8*mib, firstIterationHandle(capacity, gib))
+		require.Equal(t, 16*mib, firstIterationHandle(capacity, gib))
 		require.Equal(t, 4*mib, headroomHandle(capacity, gib))
-		assert.Equal(t, all(sizes, 8*mib), sizes, "1/4096 of the room")
-		assert.Len(t, sizes, 128)
+		assert.Equal(t, all(sizes, 16*mib), sizes, "63 GiB squared over 128 TiB: 31 MiB")
+		assert.Len(t, sizes, 64)
+	})
+	t.Run("an H200", func(t *testing.T) {
+		const h200 = 141 * gib
+		sizes := handlesIn(t, h200, true, 2*gib)
+		require.Equal(t, 128*mib, firstIterationHandle(h200, 2*gib))
+		assert.Equal(t, all(sizes, 128*mib), sizes, "139 GiB squared over 128 TiB: 151 MiB")
+		assert.Len(t, sizes, 8)
 	})
 	t.Run("a small job", func(t *testing.T) {
 		sizes := handles(t, true, 4*mib)
@@ -162,10 +173,11 @@ func TestFirstIterationHandles(t *testing.T) {
 		sizes := handles(t, false, 2*gib)
 		assert.Equal(t, all(sizes, headroomHandle(capacity, 2*gib)), sizes)
 	})
-	t.Run("near the capacity", func(t *testing.T) {
-		// 16 GiB held is more than a quarter of the 48 GiB left.
-		sizes := handles(t, true, 16*gib)
-		assert.Equal(t, all(sizes, headroomHandle(capacity, 16*gib)), sizes)
+	t.Run("a room of 16 GiB", func(t *testing.T) {
+		// 48 GiB held leaves 16 GiB: its square over 128 TiB is 1/8192 of it, the headroom share.
+		sizes := handles(t, true, 48*gib)
+		require.Equal(t, headroomHandle(capacity, 48*gib), firstIterationHandle(capacity, 48*gib))
+		assert.Equal(t, all(sizes, headroomHandle(capacity, 48*gib)), sizes)
 	})
 	t.Run("fixed handles", func(t *testing.T) {
 		sizes := handles(t, true, 0, stitch.WithHandleSize(4*mib))

@@ -95,9 +95,9 @@ func (e *Engine) deficitBytes(room uint64) uint64 {
 
 // handleUnit is the size, in chunks, of the handles a growth creates: the handle size if
 // WithHandleSize set one, else the largest power of two whose bytes are at most
-// 1/handleHeadroomShare of what the capacity still allows beyond the memory held (reserved and
-// orphaned; in the caller's first marked iteration far from the capacity, firstIterationFar,
-// 1/firstHandleHeadroomShare of it where that is no more than the memory held) and at most
+// 1/handleHeadroomShare of what the capacity still allows beyond the memory held (the room:
+// reserved and orphaned bytes held; in the caller's first marked iteration, firstMarkedIteration,
+// firstHandleBytes of the room where that is more and no more than the memory held) and at most
 // maxHandleBytes, and at least one chunk (tunables.go says why).
 func (e *Engine) handleUnit() uint64 {
 	if e.cfg.handleSize > 0 {
@@ -108,14 +108,23 @@ func (e *Engine) handleUnit() uint64 {
 		return 1
 	}
 	bound := min((e.capacity-held)/handleHeadroomShare, maxHandleBytes)
-	if e.firstIterationFar() {
-		bound = max(bound, min((e.capacity-held)/firstHandleHeadroomShare, maxHandleBytes, held))
+	if e.firstMarkedIteration() {
+		bound = max(bound, min(firstHandleBytes(e.capacity-held), held))
 	}
 	limit := bound / e.g
 	if limit == 0 {
 		return 1
 	}
 	return uint64(1) << (bits.Len64(limit) - 1)
+}
+
+// firstHandleBytes is the most bytes a handle made in the caller's first marked iteration may hold
+// when room bytes are left below the capacity: the room times its own share of
+// firstHandleRoomScale, so that a handle's share of the room grows with the room (a 139 GiB room:
+// 1/943 of it, 151 MiB; a 16 GiB room: 1/8192 of it, the headroom share), at most maxHandleBytes.
+func firstHandleBytes(room uint64) uint64 {
+	r := float64(room)
+	return uint64(min(r*r/firstHandleRoomScale, maxHandleBytes))
 }
 
 // fitHandles cuts the handles under a new large block [pos, end) at the chunk boundaries around its

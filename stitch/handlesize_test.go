@@ -30,10 +30,18 @@ func (d *createLog) Create(size uint64) (stitch.PhysHandle, error) {
 // the largest power-of-two multiple of G within 1/8192 of the headroom, at most 1 GiB, at least G.
 func headroomHandle(capacity, reserved uint64) uint64 { return shareHandle(capacity, reserved, 8192) }
 
-// firstIterationHandle is headroomHandle in the caller's first marked iteration far from the
-// capacity: within 1/4096 of the headroom.
+// firstIterationHandle is headroomHandle in the caller's first marked iteration: within the
+// headroom times its share of 128 TiB where that is more than 1/8192 of it and no more than the
+// bytes reserved.
 func firstIterationHandle(capacity, reserved uint64) uint64 {
-	return shareHandle(capacity, reserved, 4096)
+	const g = 2 << 20
+	room := capacity - reserved
+	quad := uint64(float64(room) * float64(room) / (1 << 47))
+	limit := min(max(room/8192, min(quad, reserved)), 1<<30) / g
+	if limit == 0 {
+		return g
+	}
+	return g << (bits.Len64(limit) - 1)
 }
 
 // shareHandle is the largest power-of-two multiple of G within 1/share of the headroom, at most 1
