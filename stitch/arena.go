@@ -43,8 +43,7 @@ func (e *Engine) growthExtra(n uint64) uint64 {
 }
 
 // firstMarkedIteration reports whether the engine is building the job's memory in the caller's
-// first marked iteration (callerMarks, before seenIteration: request by request). There a
-// growth's handles may be larger than the headroom share (handleUnit, firstHandleBytes).
+// first marked iteration (callerMarks, before seenIteration: request by request).
 func (e *Engine) firstMarkedIteration() bool { return e.callerMarks && !e.seenIteration }
 
 // firstIterationFar reports whether the engine is in the caller's first marked iteration

@@ -109,11 +109,13 @@ func TestFirstIterationGrowsAhead(t *testing.T) {
 	})
 }
 
-// TestFirstIterationHandles: in the caller's first marked iteration, a growth's handles hold up to
-// the room times its share of 128 TiB (firstIterationHandle) where that is more than the headroom
-// share and no more than the memory held: four times the headroom share's in a 63 GiB room, 128
-// MiB in an H200's; in the setup before the first mark, never marked, in a room of 16 GiB or
-// less, for a job that holds less and with fixed handles they are not.
+// TestFirstIterationHandles: before the engine has seen a whole iteration (the setup and the first
+// iteration, marked or not), a growth's handles hold up to the room times its share of 128 TiB
+// (firstIterationHandle) where that is more than the headroom share and no more than the memory
+// held: four times the headroom share's in a 63 GiB room, 128 MiB in an H200's; in a room of 16
+// GiB or less, for a job that holds less and with fixed handles they are not. (Once an iteration
+// is seen, a growth is a new peak's deficit and the bytes ahead of it, in deficit handles:
+// deficithandle_test.go.)
 func TestFirstIterationHandles(t *testing.T) {
 	const mib = uint64(1 << 20)
 	const gib = 1024 * mib
@@ -165,13 +167,14 @@ func TestFirstIterationHandles(t *testing.T) {
 		sizes := handles(t, true, 4*mib)
 		assert.Equal(t, all(sizes, headroomHandle(capacity, 4*mib)), sizes, "no larger than the memory held")
 	})
-	t.Run("setup", func(t *testing.T) {
+	t.Run("nothing held", func(t *testing.T) {
 		sizes := handles(t, false, 0)
-		assert.Equal(t, all(sizes, 8*mib), sizes, "before the first mark: 1/8192 of the room")
+		assert.Equal(t, all(sizes, 8*mib), sizes, "no more than the memory held: 1/8192 of the room")
 	})
 	t.Run("never marked", func(t *testing.T) {
 		sizes := handles(t, false, 2*gib)
-		assert.Equal(t, all(sizes, headroomHandle(capacity, 2*gib)), sizes)
+		require.Equal(t, 16*mib, firstIterationHandle(capacity, 2*gib))
+		assert.Equal(t, all(sizes, 16*mib), sizes, "the job's first iteration, found or not")
 	})
 	t.Run("a room of 16 GiB", func(t *testing.T) {
 		// 48 GiB held leaves 16 GiB: its square over 128 TiB is 1/8192 of it, the headroom share.

@@ -96,7 +96,7 @@ func (e *Engine) deficitBytes(room uint64) uint64 {
 // handleUnit is the size, in chunks, of the handles a growth creates: the handle size if
 // WithHandleSize set one, else the largest power of two whose bytes are at most
 // 1/handleHeadroomShare of what the capacity still allows beyond the memory held (the room:
-// reserved and orphaned bytes held; in the caller's first marked iteration, firstMarkedIteration,
+// reserved and orphaned bytes held; before the engine has seen a whole iteration, seenIteration,
 // firstHandleBytes of the room where that is more and no more than the memory held) and at most
 // maxHandleBytes, and at least one chunk (tunables.go says why).
 func (e *Engine) handleUnit() uint64 {
@@ -108,7 +108,7 @@ func (e *Engine) handleUnit() uint64 {
 		return 1
 	}
 	bound := min((e.capacity-held)/handleHeadroomShare, maxHandleBytes)
-	if e.firstMarkedIteration() {
+	if !e.seenIteration {
 		bound = max(bound, min(firstHandleBytes(e.capacity-held), held))
 	}
 	limit := bound / e.g
@@ -118,8 +118,9 @@ func (e *Engine) handleUnit() uint64 {
 	return uint64(1) << (bits.Len64(limit) - 1)
 }
 
-// firstHandleBytes is the most bytes a handle made in the caller's first marked iteration may hold
-// when room bytes are left below the capacity: the room times its own share of
+// firstHandleBytes is the most bytes a handle made before the engine has seen a whole iteration
+// (the job's setup and first iteration, marked or not) may hold when room bytes are left below the
+// capacity: the room times its own share of
 // firstHandleRoomScale, so that a handle's share of the room grows with the room (a 139 GiB room:
 // 1/943 of it, 151 MiB; a 16 GiB room: 1/8192 of it, the headroom share), at most maxHandleBytes.
 func firstHandleBytes(room uint64) uint64 {

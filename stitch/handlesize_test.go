@@ -30,9 +30,9 @@ func (d *createLog) Create(size uint64) (stitch.PhysHandle, error) {
 // the largest power-of-two multiple of G within 1/8192 of the headroom, at most 1 GiB, at least G.
 func headroomHandle(capacity, reserved uint64) uint64 { return shareHandle(capacity, reserved, 8192) }
 
-// firstIterationHandle is headroomHandle in the caller's first marked iteration: within the
-// headroom times its share of 128 TiB where that is more than 1/8192 of it and no more than the
-// bytes reserved.
+// firstIterationHandle is headroomHandle before the engine has seen a whole iteration (the setup
+// and the first iteration, marked or not): within the headroom times its share of 128 TiB where
+// that is more than 1/8192 of it and no more than the bytes reserved.
 func firstIterationHandle(capacity, reserved uint64) uint64 {
 	const g = 2 << 20
 	room := capacity - reserved
@@ -56,8 +56,9 @@ func shareHandle(capacity, reserved, share uint64) uint64 {
 }
 
 // TestHandlesSizedToHeadroom: without WithHandleSize, a growth creates handles of the size
-// headroomHandle gives for the memory held before it, the last one of a growth short, so that far
-// from the capacity a growth is a few large handles and near it handles of one chunk.
+// headroomHandle gives for the memory held before it (before an iteration is seen,
+// firstIterationHandle, no smaller), the last one of a growth short, so that far from the capacity
+// a growth is a few large handles and near it handles of one chunk.
 func TestHandlesSizedToHeadroom(t *testing.T) {
 	const g, mib, gib = 2 << 20, uint64(1 << 20), uint64(1 << 30)
 	for _, tc := range []struct {
@@ -83,7 +84,7 @@ func TestHandlesSizedToHeadroom(t *testing.T) {
 				d.sizes = d.sizes[:0]
 				_, err := e.Alloc(tc.block, 0)
 				require.NoError(t, err)
-				bound := headroomHandle(tc.capacity, reserved)
+				bound := firstIterationHandle(tc.capacity, reserved) // never marked, no iteration seen
 				if i == 0 {
 					require.NotEmpty(t, d.sizes)
 					assert.Equal(t, tc.largest, d.sizes[0], "the first growth's first handle")
