@@ -120,9 +120,9 @@ func (e *Engine) handleUnit() uint64 {
 
 // firstHandleBytes is the most bytes a handle made before the engine has seen a whole iteration
 // (the job's setup and first iteration, marked or not) may hold when room bytes are left below the
-// capacity: the room times its own share of
-// firstHandleRoomScale, so that a handle's share of the room grows with the room (a 139 GiB room:
-// 1/943 of it, 151 MiB; a 16 GiB room: 1/8192 of it, the headroom share), at most maxHandleBytes.
+// capacity: the room times its own share of firstHandleRoomScale, so that a handle's share of the
+// room grows with the room (a 139 GiB room: 1/943 of it, 151 MiB; a 16 GiB room: 1/8192 of it, the
+// headroom share), at most maxHandleBytes.
 func firstHandleBytes(room uint64) uint64 {
 	r := float64(room)
 	return uint64(min(r*r/firstHandleRoomScale, maxHandleBytes))
