@@ -48,11 +48,10 @@ func deficitHandles(t *testing.T, sizes []uint64, capacity, reserved uint64, mar
 }
 
 // TestDeficitHandleOnceMarkedIterationSeen: with iterations marked, the growths of the first
-// iteration make handles no larger than firstIterationHandle; once an iteration is
-// remembered, what a growth lacks is made as one handle (within the headroom times its share of the
-// capacity over 256), so that a new peak's excess costs a few VMM calls rather than one per
-// headroom-sized handle: larger handles than 1/1024 of the headroom far from the capacity, smaller
-// near it.
+// iteration make handles no larger than firstIterationHandle; once an iteration is remembered, what
+// a growth lacks is made as one handle (within the headroom times its share of the capacity over
+// 256), so that a new peak's excess costs a few VMM calls rather than one per headroom-sized
+// handle: larger handles than 1/1024 of the headroom far from the capacity, smaller near it.
 func TestDeficitHandleOnceMarkedIterationSeen(t *testing.T) {
 	const mib, gib = uint64(1 << 20), uint64(1 << 30)
 	for _, tc := range []struct {

@@ -34,21 +34,22 @@ func headroomHandle(capacity, reserved uint64) uint64 { return shareHandle(capac
 // and the first iteration, marked or not): within the headroom times its share of 128 TiB where
 // that is more than 1/8192 of it and no more than the bytes reserved.
 func firstIterationHandle(capacity, reserved uint64) uint64 {
-	const g = 2 << 20
 	room := capacity - reserved
 	quad := uint64(float64(room) * float64(room) / (1 << 47))
-	limit := min(max(room/8192, min(quad, reserved)), 1<<30) / g
-	if limit == 0 {
-		return g
-	}
-	return g << (bits.Len64(limit) - 1)
+	return handleWithin(max(room/8192, min(quad, reserved)))
 }
 
 // shareHandle is the largest power-of-two multiple of G within 1/share of the headroom, at most 1
 // GiB, at least G.
 func shareHandle(capacity, reserved, share uint64) uint64 {
+	return handleWithin((capacity - reserved) / share)
+}
+
+// handleWithin is the largest power-of-two multiple of G within bound bytes, at most 1 GiB, at
+// least G.
+func handleWithin(bound uint64) uint64 {
 	const g = 2 << 20
-	limit := min((capacity-reserved)/share, 1<<30) / g
+	limit := min(bound, 1<<30) / g
 	if limit == 0 {
 		return g
 	}
