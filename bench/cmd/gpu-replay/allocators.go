@@ -17,14 +17,15 @@ const granularity = 2 << 20
 // (--follow-blocks, --handle-size).
 var engineOptions []stitch.Option
 
-// newEngineAllocator is the stitching engine over d as a baseline.Allocator, holding at most capacity
-// bytes (0: whatever d has).
-func newEngineAllocator(d stitch.Driver, capacity uint64) (*baseline.GMLake, error) {
-	opts := append([]stitch.Option(nil), engineOptions...)
-	if capacity > 0 {
-		opts = append(opts, stitch.WithCapacity(capacity))
+// newEngineAllocator is the stitching engine over d as a baseline.Allocator named name
+// (baseline.NameGMLake, or baseline.NameGMLakeUnmarked: the engine not told where iterations
+// begin), holding at most capacity bytes (0: whatever d has).
+func newEngineAllocator(name string, d stitch.Driver, capacity uint64) (*baseline.GMLake, error) {
+	a, err := baseline.New(name, baseline.Config{Capacity: capacity, Driver: d, Engine: engineOptions})
+	if err != nil {
+		return nil, err
 	}
-	return baseline.NewGMLake(d, opts...)
+	return a.(*baseline.GMLake), nil
 }
 
 // simGMLake is the engine over the simulated driver with the capacity as the device's memory.
@@ -35,7 +36,7 @@ func simGMLake(capacity uint64) (baseline.Allocator, error) {
 	} else {
 		opts = append(opts, sim.WithCapacity(1<<50))
 	}
-	return newEngineAllocator(sim.New(opts...), capacity)
+	return newEngineAllocator(baseline.NameGMLake, sim.New(opts...), capacity)
 }
 
 // cudaDevice is plain cuMemAlloc/cuMemFree memory as a baseline.Device.

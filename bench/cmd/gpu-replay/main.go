@@ -16,10 +16,14 @@
 //	gpu-replay [--dir .gpu/traces] [--allocators gmlake,gorgonia,direct] [--sim FILE | --sim-only]
 //	    [--repeat N] [--json FILE] [--markdown FILE] [TRACE...]
 //
+// gmlake-unmarked in --allocators also replays the engine not told where iterations begin
+// (baseline.NameGMLakeUnmarked), without a capacity limit, on the GPU and on the simulator.
+//
 // --repeat N (N > 1) also replays gmlake, with iteration marks and no capacity limit, over the
 // trace's iterations played N times in a row (trace.RepeatIterations, as gmlake-bench --repeat),
 // on the GPU and on the simulator, and reports the last repetition on its own: the driver calls
-// and the time a long run's recurring shapes cost once the engine has seen them.
+// and the time a long run's recurring shapes cost once the engine has seen them; with
+// gmlake-unmarked asked for, the same without marks.
 //
 // --sim-only runs the simulated part alone (no GPU needed) and its JSON lines, given back with
 // --sim, spare the GPU run the bisection. Without a usable GPU the command runs the simulated part
@@ -48,7 +52,7 @@ import (
 type cli struct {
 	Traces       []string      `arg:"" optional:"" help:"Trace files (default: every *.trace.gz in --dir)."`
 	Dir          string        `default:".gpu/traces" help:"Folder of traces to replay when none are named."`
-	Allocators   []string      `default:"gmlake,gorgonia,direct" help:"Allocators to replay on the GPU."`
+	Allocators   []string      `default:"gmlake,gorgonia,direct" help:"Allocators to replay on the GPU (gmlake, gorgonia, direct; also gmlake-unmarked)."`
 	SimOnly      bool          `help:"Run only the simulated replays and the bisection (no GPU needed)."`
 	Sim          string        `help:"JSON lines of an earlier --sim-only run: minimum capacities are taken from there."`
 	JSON         string        `help:"Write JSON lines here (default: standard output)."`

@@ -130,24 +130,37 @@ func TestSimOnlyRepeated(t *testing.T) {
 	dir := t.TempDir()
 	path := writeSynthetic(t, dir)
 
-	c := cli{Traces: []string{path}, SimOnly: true, Allocators: []string{"gmlake"}, Repeat: 4,
+	c := cli{Traces: []string{path}, SimOnly: true, Allocators: []string{"gmlake", "gmlake-unmarked"}, Repeat: 4,
 		JSON: filepath.Join(dir, "out.jsonl"), Markdown: filepath.Join(dir, "out.md")}
 	var stderr bytes.Buffer
 	require.NoError(t, c.run(&bytes.Buffer{}, &stderr), stderr.String())
 
 	recs, err := readRecords(c.JSON)
 	require.NoError(t, err)
-	var rep, once *record
+	var rep, once, unmarkedRep, unmarkedOnce *record
 	for i, r := range recs {
 		switch r.Allocator + "/" + r.Run {
 		case "gmlake/repeated":
 			rep = &recs[i]
 		case "gmlake/uncapped":
 			once = &recs[i]
+		case "gmlake-unmarked/repeated":
+			unmarkedRep = &recs[i]
+		case "gmlake-unmarked/uncapped":
+			unmarkedOnce = &recs[i]
 		}
 	}
 	require.NotNil(t, rep, "a repeated run")
 	require.NotNil(t, once)
+	require.NotNil(t, unmarkedRep, "gmlake-unmarked asked for: its repeated run too")
+	require.NotNil(t, unmarkedOnce)
+	assert.Zero(t, rep.IterationsFound, "the marked replay tells the engine where iterations begin")
+	assert.NotZero(t, unmarkedRep.IterationsFound, "the unmarked engine finds the iterations itself")
+	assert.Empty(t, unmarkedOnce.Error)
+	assert.Equal(t, once.PeakActive, unmarkedOnce.PeakActive)
+	// Without marks too, by the last repetition the recurring shapes cost no driver call.
+	assert.Zero(t, unmarkedRep.Phases["last_repetition"].DriverCalls)
+	assert.NotZero(t, unmarkedRep.Phases["last_repetition"].Pairs)
 	assert.Empty(t, rep.Error)
 	assert.Equal(t, 4, rep.Repetitions)
 	_, played := once.Phases["last_repetition"]
@@ -164,7 +177,8 @@ func TestSimOnlyRepeated(t *testing.T) {
 
 	md, err := os.ReadFile(c.Markdown)
 	require.NoError(t, err)
-	assert.Contains(t, string(md), "| synthetic | 4 | – / 0.0 |")
+	assert.Contains(t, string(md), "| synthetic | gmlake | 4 | – / 0.0 |")
+	assert.Contains(t, string(md), "| synthetic | gmlake-unmarked | 4 | – / 0.0 |")
 }
 
 func readRecords(path string) ([]record, error) {
@@ -193,11 +207,15 @@ func TestMarkdownTargets(t *testing.T) {
 		{Trace: "a.trace.gz", Allocator: "gmlake", Driver: "cuda", Run: "uncapped", PeakReserved: 1 << 30,
 			SteadyDriverMsMax: f(0.5), WarmupDriverMsMax: f(30), SteadyNsPerPair: f(1200)},
 		{Trace: "a.trace.gz", Allocator: "gorgonia", Driver: "cuda", Run: "arena", SteadyNsPerPair: f(1000)},
+		{Trace: "a.trace.gz", Allocator: "gmlake-unmarked", Driver: "sim", Run: "uncapped", PeakReserved: 2 << 30},
+		{Trace: "a.trace.gz", Allocator: "gmlake-unmarked", Driver: "cuda", Run: "uncapped", PeakReserved: 2 << 30,
+			SteadyDriverMsMax: f(3), WarmupDriverMsMax: f(10), SteadyNsPerPair: f(1600)},
 		{Trace: "b.trace.gz", Allocator: "gmlake", Driver: "sim", Run: "uncapped", PeakReserved: 1 << 30},
 	}
 	var b strings.Builder
 	markdownTargets(&b, recs, map[string]float64{"a": 0.2})
-	assert.Contains(t, b.String(), "| a | 200.0 | 0.50 <= 2.00 | **30.00 > 20.00** | 1200 / 1000 = 1.20x <= 1.5 | 1.00 / 1.00 (equal) |")
+	assert.Contains(t, b.String(), "| a | gmlake | 200.0 | 0.50 <= 2.00 | **30.00 > 20.00** | 1200 / 1000 = 1.20x <= 1.5 | 1.00 / 1.00 (equal) |")
+	assert.Contains(t, b.String(), "| a | gmlake-unmarked | 200.0 | **3.00 > 2.00** | 10.00 <= 20.00 | **1600 / 1000 = 1.60x > 1.5** | 2.00 / 2.00 (equal) |")
 	assert.NotContains(t, b.String(), "| b |", "no GPU run of b")
 }
 

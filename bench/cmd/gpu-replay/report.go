@@ -67,6 +67,9 @@ type record struct {
 
 	Outcomes map[string]uint64 `json:"outcomes,omitempty"` // gmlake: requests per outcome
 	Calls    map[string]uint64 `json:"calls,omitempty"`    // gmlake: driver calls per kind
+	// IterationsFound: gmlake-unmarked, the iteration beginnings the engine found by itself
+	// (stitch.Stats.IterationsFound; 0 when the replay marks them).
+	IterationsFound uint64 `json:"iterations_found,omitempty"`
 
 	DeviceFreeBefore uint64 `json:"device_free_before,omitempty"` // cuMemGetInfo free before the run
 	DeviceFreeAfter  uint64 `json:"device_free_after,omitempty"`  // and after the allocator closed
@@ -137,6 +140,7 @@ func (rec *record) fillIterations(r *result, clock *callClock) {
 
 func (rec *record) fillEngine(st stitch.Stats) {
 	rec.PeakReserved = st.PeakReservedBytes
+	rec.IterationsFound = st.IterationsFound
 	rec.Outcomes = make(map[string]uint64, stitch.NumOutcomes)
 	for o := range stitch.NumOutcomes {
 		rec.Outcomes[o.String()] = st.Outcomes.Of(o)
@@ -183,10 +187,12 @@ func markdown(w io.Writer, recs []record, header string) {
 	fmt.Fprintln(w, "| trace | allocator | peak active GiB | peak reserved GiB (GPU / sim) | capacity / active (sim min) | runs at it on GPU | fails 2 MiB below on GPU | setup: calls, ms in driver | warm-up: calls/iter, ms in driver (all 3 its) | steady: calls/iter, ms in driver (all its) | steady ns per alloc+free (GPU / sim) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, t := range traces {
-		for _, alloc := range []string{"gmlake", "gorgonia", "direct"} {
-			first := map[string]string{"gmlake": "uncapped", "gorgonia": "arena", "direct": "uncapped"}[alloc]
-			g := find(t, alloc, "cuda", first)
-			s := find(t, alloc, "sim", map[string]string{"gmlake": "uncapped", "gorgonia": "arena", "direct": "uncapped"}[alloc])
+		for _, alloc := range []string{"gmlake", "gmlake-unmarked", "gorgonia", "direct"} {
+			first := "uncapped"
+			if alloc == "gorgonia" {
+				first = "arena"
+			}
+			g, s := find(t, alloc, "cuda", first), find(t, alloc, "sim", first)
 			if g == nil && s == nil {
 				continue
 			}
@@ -270,14 +276,14 @@ func markdownRepeated(w io.Writer, recs []record) {
 	if len(rows) == 0 {
 		rows = sim
 	}
-	fmt.Fprintln(w, "\nIterations repeated in a row (`--repeat`), gmlake with iteration marks, no capacity limit: the last repetition.")
+	fmt.Fprintln(w, "\nIterations repeated in a row (`--repeat`), gmlake with iteration marks and gmlake-unmarked without, no capacity limit: the last repetition.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| trace | repetitions | driver calls per iteration (GPU / sim) | ms in driver (GPU) | ns per alloc+free (GPU / sim) | peak reserved GiB (GPU / sim) |")
-	fmt.Fprintln(w, "|---|---:|---|---:|---|---|")
+	fmt.Fprintln(w, "| trace | allocator | repetitions | driver calls per iteration (GPU / sim) | ms in driver (GPU) | ns per alloc+free (GPU / sim) | peak reserved GiB (GPU / sim) |")
+	fmt.Fprintln(w, "|---|---|---:|---|---:|---|---|")
 	for _, r := range rows {
 		var s *record
 		for _, c := range sim {
-			if c.Trace == r.Trace {
+			if c.Trace == r.Trace && c.Allocator == r.Allocator {
 				s = c
 			}
 		}
@@ -301,7 +307,7 @@ func markdownRepeated(w io.Writer, recs []record) {
 		if g != nil && g.Error == "" {
 			driverMs = ms(g.Phases["last_repetition"].DriverNs)
 		}
-		fmt.Fprintf(w, "| %s | %d | %s / %s | %s | %s / %s | %s / %s |\n", strings.TrimSuffix(r.Trace, ".trace.gz"), r.Repetitions,
+		fmt.Fprintf(w, "| %s | %s | %d | %s / %s | %s | %s / %s | %s / %s |\n", strings.TrimSuffix(r.Trace, ".trace.gz"), r.Allocator, r.Repetitions,
 			cell(g, calls), cell(s, calls), driverMs, cell(g, pair), cell(s, pair), cell(g, gib), cell(s, gib))
 	}
 }
@@ -313,7 +319,8 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// markdownTargets writes, per trace with a GPU run of gmlake, the measured figures against the
+// markdownTargets writes, per trace and engine (gmlake, gmlake-unmarked) with a GPU run, the
+// measured figures against the
 // targets: the largest steady iteration's driver time <= 1% of PyTorch's step, the largest warm-up
 // iteration's <= 10%, the engine's own ns per pair <= 1.5 x the pool's on the GPU, and the GPU's
 // peak reserved against the simulator's.
@@ -334,34 +341,36 @@ func markdownTargets(w io.Writer, recs []record, steps map[string]float64) {
 		}
 	}
 	for _, t := range traces {
-		g := find(t, "gmlake", "cuda", "uncapped")
-		if g == nil {
-			continue
-		}
-		step, hasStep := steps[bench.TraceStem(t)]
-		stepCell, steadyCell, warmCell := "–", msCell(g.SteadyDriverMsMax, 0, false), msCell(g.WarmupDriverMsMax, 0, false)
-		if hasStep {
-			stepCell = fmt.Sprintf("%.1f", 1000*step)
-			steadyCell = msCell(g.SteadyDriverMsMax, 10*step, true) // 1% of the step, in ms
-			warmCell = msCell(g.WarmupDriverMsMax, 100*step, true)  // 10%
-		}
-		nsCell := "–"
-		if pool := find(t, "gorgonia", "cuda", "arena"); g.SteadyNsPerPair != nil && pool != nil && pool.SteadyNsPerPair != nil && *pool.SteadyNsPerPair > 0 {
-			x := *g.SteadyNsPerPair / *pool.SteadyNsPerPair
-			nsCell = fmt.Sprintf("%.0f / %.0f = %.2fx %s 1.5", *g.SteadyNsPerPair, *pool.SteadyNsPerPair, x, map[bool]string{true: "<=", false: ">"}[x <= 1.5])
-			if x > 1.5 {
-				nsCell = "**" + nsCell + "**"
+		for _, alloc := range []string{"gmlake", "gmlake-unmarked"} {
+			g := find(t, alloc, "cuda", "uncapped")
+			if g == nil {
+				continue
 			}
-		}
-		peakCell := "–"
-		if s := find(t, "gmlake", "sim", "uncapped"); s != nil {
-			peakCell = fmt.Sprintf("%s / %s", units.FormatGiB(g.PeakReserved), units.FormatGiB(s.PeakReserved))
-			if g.PeakReserved == s.PeakReserved {
-				peakCell += " (equal)"
+			step, hasStep := steps[bench.TraceStem(t)]
+			stepCell, steadyCell, warmCell := "–", msCell(g.SteadyDriverMsMax, 0, false), msCell(g.WarmupDriverMsMax, 0, false)
+			if hasStep {
+				stepCell = fmt.Sprintf("%.1f", 1000*step)
+				steadyCell = msCell(g.SteadyDriverMsMax, 10*step, true) // 1% of the step, in ms
+				warmCell = msCell(g.WarmupDriverMsMax, 100*step, true)  // 10%
 			}
+			nsCell := "–"
+			if pool := find(t, "gorgonia", "cuda", "arena"); g.SteadyNsPerPair != nil && pool != nil && pool.SteadyNsPerPair != nil && *pool.SteadyNsPerPair > 0 {
+				x := *g.SteadyNsPerPair / *pool.SteadyNsPerPair
+				nsCell = fmt.Sprintf("%.0f / %.0f = %.2fx %s 1.5", *g.SteadyNsPerPair, *pool.SteadyNsPerPair, x, map[bool]string{true: "<=", false: ">"}[x <= 1.5])
+				if x > 1.5 {
+					nsCell = "**" + nsCell + "**"
+				}
+			}
+			peakCell := "–"
+			if s := find(t, alloc, "sim", "uncapped"); s != nil {
+				peakCell = fmt.Sprintf("%s / %s", units.FormatGiB(g.PeakReserved), units.FormatGiB(s.PeakReserved))
+				if g.PeakReserved == s.PeakReserved {
+					peakCell += " (equal)"
+				}
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", strings.TrimSuffix(t, ".trace.gz"), alloc, stepCell,
+				steadyCell, warmCell, nsCell, peakCell))
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", strings.TrimSuffix(t, ".trace.gz"), stepCell,
-			steadyCell, warmCell, nsCell, peakCell))
 	}
 	if len(rows) == 0 {
 		return
@@ -371,8 +380,8 @@ func markdownTargets(w io.Writer, recs []record, steps map[string]float64) {
 		"per alloc+free pair in the steady iterations (wall time less the time in driver calls) against 1.5 x the Gorgonia "+
 		"pool's on the GPU; peak reserved on the GPU and on the simulator.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| trace | PyTorch step (ms) | steady driver ms max | warm-up driver ms max | steady ns/pair: gmlake / pool | peak reserved GiB: GPU / sim |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| trace | allocator | PyTorch step (ms) | steady driver ms max | warm-up driver ms max | steady ns/pair: engine / pool | peak reserved GiB: GPU / sim |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---|")
 	for _, r := range rows {
 		fmt.Fprintln(w, r)
 	}

@@ -54,10 +54,18 @@ func (c *cli) simRuns(p *prepared, prior map[string]record, device uint64, log i
 
 	start := time.Now()
 	rec := base
-	rec.Allocator, rec.Run = "gmlake", "uncapped"
+	rec.Allocator, rec.Run = baseline.NameGMLake, "uncapped"
 	simEngine(p, device, &rec)
 	recs = append(recs, rec)
 	c.progress(log, &rec, time.Since(start))
+	if c.wants(baseline.NameGMLakeUnmarked) {
+		start := time.Now()
+		u := base
+		u.Allocator, u.Run = baseline.NameGMLakeUnmarked, "uncapped"
+		simEngine(p, device, &u)
+		recs = append(recs, u)
+		c.progress(log, &u, time.Since(start))
+	}
 
 	if rec.Error == "" && c.Bisect {
 		b, ok := prior[p.name]
@@ -112,17 +120,21 @@ func (c *cli) gpuRuns(p *prepared, drv *cuda.Driver, simRecs []record, log io.Wr
 		recs = append(recs, rec)
 		c.progress(log, &rec, time.Since(start))
 	}
-	if c.wants("gmlake") {
+	if c.wants(baseline.NameGMLake) {
 		start := time.Now()
-		add(c.gpuEngine(p, drv, "uncapped", 0), start)
+		add(c.gpuEngine(p, drv, baseline.NameGMLake, "uncapped", 0), start)
 		if minCap > 0 {
 			start = time.Now()
-			add(c.gpuEngine(p, drv, "at-min-capacity", minCap), start)
+			add(c.gpuEngine(p, drv, baseline.NameGMLake, "at-min-capacity", minCap), start)
 			if c.Below && minCap > granularity {
 				start = time.Now()
-				add(c.gpuEngine(p, drv, "below-min-capacity", minCap-granularity), start)
+				add(c.gpuEngine(p, drv, baseline.NameGMLake, "below-min-capacity", minCap-granularity), start)
 			}
 		}
+	}
+	if c.wants(baseline.NameGMLakeUnmarked) {
+		start := time.Now()
+		add(c.gpuEngine(p, drv, baseline.NameGMLakeUnmarked, "uncapped", 0), start)
 	}
 	if c.wants("gorgonia") && highWater > 0 {
 		start := time.Now()
@@ -135,11 +147,11 @@ func (c *cli) gpuRuns(p *prepared, drv *cuda.Driver, simRecs []record, log io.Wr
 	return recs
 }
 
-// simEngine replays p through the engine on a simulated device of device bytes, with no capacity
-// limit, into rec.
+// simEngine replays p through the engine named rec.Allocator (gmlake or gmlake-unmarked) on a
+// simulated device of device bytes, with no capacity limit, into rec.
 func simEngine(p *prepared, device uint64, rec *record) {
 	clock := &callClock{}
-	a, err := newEngineAllocator(timedDriver{d: sim.New(sim.WithGranularity(granularity), sim.WithCapacity(device)), clock: clock}, 0)
+	a, err := newEngineAllocator(rec.Allocator, timedDriver{d: sim.New(sim.WithGranularity(granularity), sim.WithCapacity(device)), clock: clock}, 0)
 	if err == nil {
 		var r *result
 		r, err = replay(p, a, clock, &streams{}, false, 0)
@@ -153,21 +165,28 @@ func simEngine(p *prepared, device uint64, rec *record) {
 }
 
 // repeatRuns replays p, a trace with repeated iterations, through the engine without a capacity
-// limit: on the simulator, and on the GPU when drv is not nil.
+// limit: on the simulator, and on the GPU when drv is not nil; marked (gmlake, always on the
+// simulator) and unmarked (gmlake-unmarked) as asked.
 func (c *cli) repeatRuns(p *prepared, drv *cuda.Driver, device uint64, log io.Writer) []record {
 	var recs []record
-	start := time.Now()
-	rec := record{Trace: p.name, Workload: p.workload, Allocator: "gmlake", Driver: "sim", Run: "repeated",
-		Repetitions: p.phases.times}
-	simEngine(p, device, &rec)
-	recs = append(recs, rec)
-	c.progress(log, &rec, time.Since(start))
-	if drv != nil && c.wants("gmlake") {
-		start = time.Now()
-		g := c.gpuEngine(p, drv, "repeated", 0)
-		g.Repetitions = p.phases.times
-		recs = append(recs, g)
-		c.progress(log, &g, time.Since(start))
+	for _, name := range []string{baseline.NameGMLake, baseline.NameGMLakeUnmarked} {
+		wanted := c.wants(name)
+		if !wanted && name != baseline.NameGMLake {
+			continue
+		}
+		start := time.Now()
+		rec := record{Trace: p.name, Workload: p.workload, Allocator: name, Driver: "sim", Run: "repeated",
+			Repetitions: p.phases.times}
+		simEngine(p, device, &rec)
+		recs = append(recs, rec)
+		c.progress(log, &rec, time.Since(start))
+		if drv != nil && wanted {
+			start = time.Now()
+			g := c.gpuEngine(p, drv, name, "repeated", 0)
+			g.Repetitions = p.phases.times
+			recs = append(recs, g)
+			c.progress(log, &g, time.Since(start))
+		}
 	}
 	return recs
 }
@@ -178,11 +197,13 @@ func newGPURecord(p *prepared, drv *cuda.Driver, alloc, run string) record {
 	return rec
 }
 
-func (c *cli) gpuEngine(p *prepared, drv *cuda.Driver, run string, capacity uint64) record {
-	rec := newGPURecord(p, drv, "gmlake", run)
+// gpuEngine replays p through the engine named name (gmlake or gmlake-unmarked) on the GPU, holding
+// at most capacity bytes (0: no limit).
+func (c *cli) gpuEngine(p *prepared, drv *cuda.Driver, name, run string, capacity uint64) record {
+	rec := newGPURecord(p, drv, name, run)
 	rec.Capacity = capacity
 	clock := &callClock{}
-	a, err := newEngineAllocator(timedDriver{d: drv, clock: clock}, capacity)
+	a, err := newEngineAllocator(name, timedDriver{d: drv, clock: clock}, capacity)
 	if err == nil {
 		st := &streams{d: drv}
 		var r *result
