@@ -34,7 +34,7 @@ func TestOptions(t *testing.T) {
 		d := sim.New(sim.WithCapacity(64<<20), sim.WithGranularity(2<<20))
 		a, err := NewAllocator(WithDriver(d), WithSmallThreshold(1<<20), WithSmallPageSize(2<<20),
 			WithMinStitch(2<<20), WithStitchBudget(16, 1<<30), WithGrowthSlack(0.01), WithWarmupGrowth(8<<20), WithHandleSize(4<<20),
-			WithHandlesFollowBlocks(), WithLogger(nil))
+			WithLogger(nil))
 		require.NoError(t, err)
 		defer func() { require.NoError(t, a.Close()) }()
 		assert.Same(t, d, a.Driver())

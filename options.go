@@ -111,13 +111,6 @@ func WithHandleSize(bytes uint64) Option {
 	return func(c *config) { c.engine = append(c.engine, stitch.WithHandleSize(bytes)) }
 }
 
-// WithHandlesFollowBlocks sizes the physical allocations to the blocks rather than to one handle
-// size: fewer, larger handles, so fewer driver calls, at some cost in memory on some workloads.
-// Off by default (see stitch.WithHandlesFollowBlocks for what it was measured to cost and save).
-func WithHandlesFollowBlocks() Option {
-	return func(c *config) { c.engine = append(c.engine, stitch.WithHandlesFollowBlocks()) }
-}
-
 // WithLogger logs through l (the allocator and the engine; the default driver logs nothing). Default:
 // no logging.
 func WithLogger(l *slog.Logger) Option {

@@ -117,14 +117,3 @@ func HandleSizeSpec(bytes uint64) Spec {
 		},
 	}
 }
-
-// FollowBlocksSpec returns gmlake with stitch.WithHandlesFollowBlocks, named
-// "gmlake/follow-blocks", to replay beside the default engine.
-func FollowBlocksSpec() Spec {
-	return Spec{
-		Name: "gmlake/follow-blocks",
-		New: func(capacity uint64) (baseline.Allocator, error) {
-			return newSim(baseline.NameGMLake, capacity, stitch.WithHandlesFollowBlocks())
-		},
-	}
-}

@@ -33,7 +33,8 @@ const RecordSize = 3
 //
 // The first byte picks the set-up: capacity (32 or 96 chunks), stitch budget (4 views or the
 // default), events: complete after 0 to 3 queries, or (bits 4 and 5) only when the program says so,
-// (bit 6) handles that follow the blocks (stitch.WithHandlesFollowBlocks), and (bit 7) PyTorch's
+// (bit 6) handles of four chunks (stitch.WithHandleSize: a block may share a handle with others,
+// and a stitch map the tail of one), and (bit 7) PyTorch's
 // 1 MiB small-pool threshold instead of the default 256 KiB, so that the medium size class lands in
 // the small pool's pages. Then each record of three bytes (op, a, b) is one
 // operation; v = a<<8|b. By op%16: 0-3 alloc on stream 0, 4 on stream 1, 5 on stream 2, with the
@@ -64,7 +65,7 @@ func RunProgram(prog []byte, opts ProgramOptions) (int, error) {
 		cfg.EngineOptions = []stitch.Option{stitch.WithStitchBudget(4, 0)}
 	}
 	if setup&0x40 != 0 {
-		cfg.EngineOptions = append(cfg.EngineOptions, stitch.WithHandlesFollowBlocks())
+		cfg.EngineOptions = append(cfg.EngineOptions, stitch.WithHandleSize(4*programG))
 	}
 	if setup&0x80 != 0 {
 		cfg.EngineOptions = append(cfg.EngineOptions, stitch.WithSmallThreshold(1<<20))

@@ -252,13 +252,8 @@ func (e *Engine) looseFit(r uint64) (uint64, bool) {
 	return e.placement(sp, r), true
 }
 
-// carveAt makes the loose bytes [pos, pos+r) a primitive block, cutting the handles around it to
-// follow it (fitHandles); nil when a driver error there left the bytes without memory.
+// carveAt makes the loose bytes [pos, pos+r) a primitive block.
 func (e *Engine) carveAt(pos, r uint64) *block {
-	if err := e.fitHandles(pos, pos+r); err != nil {
-		e.log.Error("stitch: fitting handles to a block failed", "err", err)
-		return nil
-	}
 	if !e.loose.take(pos, pos+r) {
 		panic("stitch: carving bytes that are not loose")
 	}

@@ -34,45 +34,14 @@
 // iteration costs in the driver is the number of handles it creates, maps, makes accessible and
 // unmaps.
 //
-// # Handles that follow the blocks (WithHandlesFollowBlocks, off by default)
+// # Handles are never re-cut
 //
-// With WithHandlesFollowBlocks the handles are sized to the blocks (handles.go): a growth creates
-// the request's deficit as one handle and its headroom as another, a page is one handle, and a
-// large block carved from a handle that lies wholly in free memory has that handle re-created
-// around it, at the chunk boundaries of its ends, its partial end chunks included, so that free
-// memory stays whole handles and a stitch maps one handle per block it spans rather than one per
-// 2 MiB. A re-cut costs a Create per part, an Unmap, a Release (which the H200 charges per byte,
-// 0.57 ms per GiB), a Map per part and a SetAccess; a handle another block or a used view shares
-// stays whole. With iterations marked, an idle view over the handle keeps its range and has the
-// handle's mapping replaced by the new handles' (an Unmap, a Map per part and a SetAccess there),
-// so the places memos give in it survive; unmarked, idle views over it are released. A re-cut
-// after a free first waits for the device (Synchronize): unmapping and releasing are not ordered
-// with the work queued before the free.
-// Measured with gmlake-bench replay --min-capacity --repeat 4 --json (the H200 cost model) on the
-// 7 shared traces, the 6 held-out ones, the 3 gpu-train ones and the 3 ResNet ones, against the
-// engine with fixed 2 MiB handles (WithHandleSize) in the same run, "the default" below, marked:
-// the largest steady iteration's driver time is lower on 10 of 19 (llama1b-full 526 -> 148 ms, opt1.3b-full 307 -> 141, llama7b-lora-ckpt-off 219 -> 38,
-// the gpu-train OPT-1.3B trace 584 -> 42, ResNet-18 on the H200 236 -> 34) and higher on the 9
-// where the default makes few calls or none (bert-base MLM 0 -> 57 ms, Qwen-150k LoRA 0 -> 65, T5
-// 7 -> 33: blocks of new sizes keep re-cutting handles); the largest warm-up iteration's is lower
-// on all 19 (llama1b-full 1029 -> 375 ms, neox20b 2012 -> 354); capacity / peak active is within
-// 0.003 of the default's on all 19 (llama1b-full 1.0050 -> 1.0077, the multi-scale ResNet-50
-// 1.0043 -> 1.0055); in the fourth of four repetitions no trace makes a VMM call, and the
-// two-stream one makes only event calls (record, query, destroy: 59 of each per iteration, the
-// default 112 marked and 54 unmarked), which order the reuse of blocks freed on the other stream.
-// Releasing the idle views at every re-cut instead cost that ResNet-50 1.0154 and left
-// opt1.3b-full 37 calls per iteration and Mixtral-MoE 21 in the fourth repetition, for less
-// steady driver time on most traces (neox20b 51 against 105 ms, bert-base 39 against 57).
-// Unmarked the option costs capacity (opt1.3b-lora-ckpt-off 1.0304 against the default's 1.0010,
-// Qwen-150k 1.0198 against 1.0028) and keeps stitching in the fourth repetition on 11 of 19
-// traces (bert-base MLM 213 calls per iteration; the default: on 2); keeping the idle views unmarked
-// too settled all but Mixtral-MoE and ResNet-50 on the H200 but cost up to 1.139. Against the
-// default engine, whose handles are sized to the headroom (same replay, the 7 shared and 6
-// held-out traces, marked), it is lower only on the largest warm-up iteration of 3 (neox20b 503 ->
-// 354 ms, llama7b-lora-ckpt-off 157 -> 85, opt1.3b-lora-ckpt 70 -> 58) and the largest steady one
-// of 1 (llama7b-lora-ckpt-off 56 -> 38), and higher on the rest (bert-base MLM steady 0 -> 57 ms,
-// gpt2xl-full warm-up 148 -> 454). So it is an option: the driver-time targets (1% and 10% of
-// PyTorch's step) are not met with it on most traces either.
+// A handle keeps the size it was made with until it is released. Re-creating handles around the
+// blocks carved from them, so that free memory would stay whole handles and a stitch would map one
+// handle per block, costs a Create per part, an Unmap, a Release (per byte: 0.57 ms per GiB on an
+// H200) and a Map per part at every carve, and measured on the 39 traces it costs far more driver
+// time than the cheaper stitches save (tunables.go, "Handles re-cut to the blocks"); the engine
+// sizes handles when it grows instead (handles.go).
 //
 // # Blocks, views, and the three places a free byte can be
 //

@@ -41,7 +41,6 @@ type Engine struct {
 	outcomes    [NumOutcomes]uint64
 	closed      bool   // Close ran: every call but Close and Check fails with ErrClosed (handles)
 	multiStream bool   // a second stream has been seen (allocSlow, once): frees are numbered per stream (streams)
-	unsynced    bool   // a block was freed since the last Synchronize (cache sets, synchronize clears): a re-cut waits (cutAt) (streams)
 	afterFree   bool   // the last call was a free that followed a request (Free sets, Alloc clears): the next request is a trough (finder)
 	callerMarks bool   // MarkIteration has been called (it sets it): the finder is off (memos)
 	streamSeen  bool   // hotStream is set (the free lists, below)
@@ -84,17 +83,17 @@ type Engine struct {
 	arenaBase uintptr // the arena's address: a primitive block's pointer is arenaBase + its offset
 	arenaSize uint64  // bytes of the arena, capacity rounded to G; 0 once closed
 	// slots: one per chunk of the arena: the handle and offset in it of the chunk there, and how
-	// many views map it. Written by grow, releaseAlloc, blockSlots, adopt and loseAlloc (a re-cut,
-	// handles.go) (handles), mapView, unmapView, dropRange (view counts). Check: checkPhysical (each present slot matches its allocation;
+	// many views map it. Written by grow, releaseAlloc, blockSlots (handles), mapView, unmapView,
+	// dropRange (view counts). Check: checkPhysical (each present slot matches its allocation;
 	// blocked slots have an orphan), checkViews (view counts).
 	slots []slot
-	holes int // slots below len(slots) holding no chunk: grow, releaseAlloc, blockSlots, loseAlloc. Check: checkPhysical
+	holes int // slots below len(slots) holding no chunk: grow, releaseAlloc, blockSlots. Check: checkPhysical
 	// holeFrom: no slot below it is a hole grow may fill; where grow's search for holes starts:
-	// grow raises it, releaseAlloc, loseAlloc and blockSlots lower it. Check: checkPhysical.
+	// grow raises it, releaseAlloc and blockSlots lower it. Check: checkPhysical.
 	holeFrom uint64
-	// allocs: every live handle, by handle: grow, releaseAlloc, adopt, loseAlloc. Check: checkPhysical.
+	// allocs: every live handle, by handle: grow, releaseAlloc. Check: checkPhysical.
 	allocs       map[PhysHandle]*physAlloc
-	reserved     uint64 // bytes of present chunks: grow, releaseAlloc, loseAlloc. Check: checkPhysical
+	reserved     uint64 // bytes of present chunks: grow, releaseAlloc. Check: checkPhysical
 	peakReserved uint64 // most reserved ever: grow. Check: checkPhysical (reserved ≤ peak)
 	grownIter    uint64 // bytes created since the iteration began (growthExtra, peakAhead): growDeficit, startIteration
 	// seenIteration: the engine has seen a whole iteration of the job, so that what a growth
@@ -109,10 +108,8 @@ type Engine struct {
 	// repeats a block's forward requests within the first iteration.
 	seenIteration  bool
 	grownAtRequest uint64
-	cutBuf         []uint64   // endCuts' result, reused (scratch, no state)
-	siteBuf        []viewSite // viewSites' result, reused (scratch, no state)
 	// orphans: driver objects an error left that the engine could not give back (undoRun,
-	// releaseAlloc, dropRange, unmapView, dropSplitView, destroyEvent, recut, loseAlloc add; retryOrphans, Close retry). Check:
+	// releaseAlloc, dropRange, unmapView, destroyEvent add; retryOrphans, Close retry). Check:
 	// checkPhysical (blocked slots), checkViews (the chunks an orphaned view range maps).
 	orphans     []orphan
 	orphanBytes uint64 // physical bytes the driver holds that the engine could not give back
@@ -120,8 +117,8 @@ type Engine struct {
 
 	// The free set (freeset.go): loose arena ranges, coalesced, by address and by size. Every
 	// present byte is loose, or owned by one large block (live, cached, or a page). Taken by
-	// carveAt and takeView; given back by releaseLarge and grow; releaseAlloc (and loseAlloc, after
-	// a failed re-cut) takes a handle's bytes out with the handle. Check: checkFreeSet("loose"), checkPhysical (loose ranges and
+	// carveAt and takeView; given back by releaseLarge and grow; releaseAlloc takes a handle's bytes out
+	// with the handle. Check: checkFreeSet("loose"), checkPhysical (loose ranges and
 	// blocks tile the present chunks exactly).
 	loose *freeSet
 	// stitchable: what a stitch over every loose range reaches (stitchable.go), kept as the loose
@@ -147,8 +144,8 @@ type Engine struct {
 	spare      *block                // recycled block structs, linked through next: newBlock, recycle
 	serials    uint64                // block serials handed out: newBlock
 
-	// Streams and events (streams.go). With one stream nothing here is used (multiStream, epoch,
-	// unsynced and slowPaths are in the first group).
+	// Streams and events (streams.go). With one stream nothing here is used (multiStream, epoch
+	// and slowPaths are in the first group).
 	clocks     map[Stream]*streamClock // per stream: frees numbered and events pending (cache, poll, synchronize)
 	clockOrder []Stream                // the streams of clocks in the order they were first used (clockFor)
 
@@ -315,7 +312,6 @@ func (e *Engine) synchronize() error {
 		return err
 	}
 	e.epoch++
-	e.unsynced = false
 	// Every free so far is done: pending events have nothing left to tell.
 	for _, c := range e.clocks {
 		c.done = c.freed

@@ -35,7 +35,6 @@ func TestEngineHotFieldsTogether(t *testing.T) {
 		"peakLive":   at(unsafe.Pointer(&e.peakLive), unsafe.Sizeof(e.peakLive)),
 		"liveBlocks": at(unsafe.Pointer(&e.liveBlocks), unsafe.Sizeof(e.liveBlocks)),
 		"outcomes":   at(unsafe.Pointer(&e.outcomes), unsafe.Sizeof(e.outcomes)),
-		"unsynced":   at(unsafe.Pointer(&e.unsynced), unsafe.Sizeof(e.unsynced)),
 	}
 	assert.LessOrEqual(t, len(lines(written)), 2, "the fields written on every call")
 	hot := map[string][2]uintptr{

@@ -46,10 +46,10 @@ func TestDriverFaults(t *testing.T) {
 		stitch.CallDestroyEvent, stitch.CallSynchronize}
 	for _, kind := range kinds {
 		for _, n := range []int{1, 2, 3, 5, 8} {
-			for _, follow := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s#%d/follow=%v", kind, n, follow), func(t *testing.T) {
+			for _, big := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s#%d/big-handles=%v", kind, n, big), func(t *testing.T) {
 					h := newHarness(t, []sim.Option{sim.WithCapacity(64 * MiB), sim.WithEventDelay(1)},
-						faultOptions(follow, stitch.WithStitchBudget(1, 0))...)
+						faultOptions(big, stitch.WithStitchBudget(1, 0))...)
 					h.d.FailNth(kind, n+countAtNew(kind), nil)
 					failed := false
 					for i, o := range faultScript {
@@ -93,11 +93,12 @@ func TestDriverFaults(t *testing.T) {
 	}
 }
 
-// faultOptions adds stitch.WithHandlesFollowBlocks to opts when follow is set: the fault tests run
-// with handles of one size and with handles that follow the blocks (re-cut on carving).
-func faultOptions(follow bool, opts ...stitch.Option) []stitch.Option {
-	if follow {
-		opts = append(opts, stitch.WithHandlesFollowBlocks())
+// faultOptions adds handles of four chunks (stitch.WithHandleSize) to opts when big is set: the
+// fault tests run with the handles the engine sizes (one chunk at these capacities) and with
+// handles that several blocks share and whose tails a stitch maps.
+func faultOptions(big bool, opts ...stitch.Option) []stitch.Option {
+	if big {
+		opts = append(opts, stitch.WithHandleSize(4*g))
 	}
 	return opts
 }
@@ -115,9 +116,9 @@ func TestDoubleDriverFaults(t *testing.T) {
 	}
 	for _, p := range pairs {
 		for _, n := range []int{1, 2, 4, 7} {
-			for _, follow := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s#%d then %s/follow=%v", p.first, n, p.rollback, follow), func(t *testing.T) {
-					h := newHarness(t, []sim.Option{sim.WithCapacity(64 * MiB)}, faultOptions(follow, stitch.WithStitchBudget(1, 0))...)
+			for _, big := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s#%d then %s/big-handles=%v", p.first, n, p.rollback, big), func(t *testing.T) {
+					h := newHarness(t, []sim.Option{sim.WithCapacity(64 * MiB)}, faultOptions(big, stitch.WithStitchBudget(1, 0))...)
 					h.d.FailNth(p.first, n, nil)
 					h.d.FailNth(p.rollback, 1+int(h.d.Calls()[p.rollback]), nil)
 					for i, o := range faultScript {
@@ -162,4 +163,27 @@ func TestFaultAtNew(t *testing.T) {
 	_, err := stitch.New(d)
 	require.ErrorIs(t, err, sim.ErrInjected)
 	require.Equal(t, sim.Live{}, d.Live())
+}
+
+// TestCloseRetriesFailedWait: Close waits for the device before it gives memory back; when that
+// wait fails, it waits once more and gives everything back, rather than reporting the failure and
+// releasing memory the device may still be using.
+func TestCloseRetriesFailedWait(t *testing.T) {
+	for _, big := range []bool{false, true} {
+		t.Run(fmt.Sprintf("big-handles=%v", big), func(t *testing.T) {
+			h := newHarness(t, []sim.Option{sim.WithCapacity(64 * MiB)}, faultOptions(big)...)
+			for _, size := range []uint64{6 * MiB, 300 * KiB, 11*MiB + 5} {
+				ptr, err := h.alloc(size, 0)
+				require.NoError(t, err)
+				require.NoError(t, h.free(ptr))
+			}
+			_, err := h.alloc(3*MiB, 0)
+			require.NoError(t, err)
+			waits := h.d.Calls()[stitch.CallSynchronize]
+			h.d.FailNth(stitch.CallSynchronize, int(waits)+1, nil)
+			require.NoError(t, h.e.Close(), "the failed wait is retried")
+			require.Greater(t, h.d.Calls()[stitch.CallSynchronize], waits+1, "Close waited again")
+			require.Equal(t, sim.Live{}, h.d.Live(), "driver objects left after Close")
+		})
+	}
 }

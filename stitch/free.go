@@ -47,7 +47,6 @@ func (e *Engine) cache(b *block) {
 	e.live -= b.req
 	e.liveBlocks--
 	b.freeEpoch = e.epoch
-	e.unsynced = true
 	if e.multiStream {
 		c := e.clockFor(b.stream)
 		c.freed++

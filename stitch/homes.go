@@ -260,14 +260,6 @@ func (e *Engine) takeHome(h home, r uint64) *block { return e.takeHomeOver(h, r,
 // Engine.flushBuf, as placeUnder found them): the walk of the owner index for them is not made
 // again.
 func (e *Engine) takeHomeOver(h home, r uint64, under []*block, known bool) *block {
-	if e.cfg.followBlocks && h.v == nil {
-		// Handles follow the blocks: the home's bytes are made loose first, so that carveAt can
-		// re-cut the handles around them to the block (fitHandles). nil if that lost them.
-		e.placeBuf = append(e.placeBuf[:0], span{start: h.off, end: h.off + r})
-		e.flushUnder(e.placeBuf)
-		e.placeBuf = e.placeBuf[:0]
-		return e.carveAt(h.off, r)
-	}
 	if h.v == nil {
 		whole := known && len(under) == 0 // no block at the home: loose bytes alone, one range (homeCost)
 		if !known {

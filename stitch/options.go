@@ -16,7 +16,6 @@ type config struct {
 	maxViewBytes   uint64 // 0: 16 × arena size
 	capacity       uint64 // 0: what the driver reports
 	handleSize     uint64 // bytes of each physical allocation; 0: sized to the headroom (handleUnit)
-	followBlocks   bool   // handles sized to the blocks (handles.go)
 	growthSlack    float64
 	warmupGrowth   uint64 // 0: none; see WithWarmupGrowth
 	exactGrowth    bool   // no bytes ahead in the first iteration (firstAhead); see WithExactGrowth
@@ -123,25 +122,6 @@ func WithHandleSize(bytes uint64) Option {
 // iteration that tunables.go measures.
 func WithExactGrowth() Option {
 	return func(c *config) error { c.exactGrowth = true; return nil }
-}
-
-// WithHandlesFollowBlocks sizes the physical allocations (handles) to the blocks instead of to
-// one handle size (handles.go): a growth creates the request's deficit as one handle and its
-// headroom as another, pages get one handle each, and a large block carved from (or ending a
-// stitch in) a handle that lies wholly in free memory has that handle re-created around it at the
-// chunk boundaries of its ends, in the arena and under every idle view that maps it (the views
-// keep their ranges). Every VMM call costs per handle, so creating and stitching memory then costs
-// per block rather than per 2 MiB; re-creating a handle costs a Create per part, an Unmap, a
-// Release (per byte: 0.57 ms per GiB on an H200), a Map per part and a SetAccess, and an Unmap, a
-// Map per part and a SetAccess under each idle view. A handle that another block or a used view
-// shares stays whole, so free bytes in its middle cannot be stitched.
-// Measured (gmlake-bench replay --min-capacity --json, on the shared, held-out, own and ResNet
-// traces; H200 cost model): see the package documentation's section on handles. Off by default:
-// it lowers the largest warm-up iteration's driver time on most traces and the largest steady
-// one's on the traces where the default stitches much, but raises it where the default makes
-// few calls, and without iteration marks it costs capacity.
-func WithHandlesFollowBlocks() Option {
-	return func(c *config) error { c.followBlocks = true; return nil }
 }
 
 // WithLogger sets where the engine logs (nothing by default).

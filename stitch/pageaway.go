@@ -52,8 +52,8 @@ func (e *Engine) placePageAway() *block {
 	}
 	n := (e.pageSize + e.g - 1) / e.g
 	grown := uint64(pageGrowth)
-	if e.growPages(grown, n) != nil {
-		if e.growPages(1, n) != nil {
+	if e.grow(grown*n, grown*n) != nil {
+		if e.grow(n, n) != nil {
 			return nil
 		}
 		grown = 1

@@ -61,18 +61,18 @@ func TestPropertyRandomWorkloads(t *testing.T) {
 		seeds = []uint64{v}
 	}
 	for _, seed := range seeds {
-		// Every seed with handles of one size, and the first four again with handles that
-		// follow the blocks (re-cut as blocks are carved).
-		for _, follow := range []bool{false, true} {
-			if follow && seed > 4 {
+		// Every seed with the handles the engine sizes, and the first four again with handles of
+		// four chunks that several blocks share.
+		for _, big := range []bool{false, true} {
+			if big && seed > 4 {
 				continue
 			}
-			t.Run(fmt.Sprintf("seed=%d/follow=%v", seed, follow), func(t *testing.T) {
+			t.Run(fmt.Sprintf("seed=%d/big-handles=%v", seed, big), func(t *testing.T) {
 				capacity := uint64(64+seed%4*64) * MiB
 				h := newHarness(t, []sim.Option{sim.WithCapacity(capacity), sim.WithEventDelay(int(seed % 3))},
-					faultOptions(follow, stitch.WithStitchBudget(int(2+seed%8), 0))...)
+					faultOptions(big, stitch.WithStitchBudget(int(2+seed%8), 0))...)
 				h.run(randomOps(seed, n), func() string {
-					return fmt.Sprintf("seed %d, follow %v (GMLAKE_SEED=%d to replay)", seed, follow, seed)
+					return fmt.Sprintf("seed %d, big handles %v (GMLAKE_SEED=%d to replay)", seed, big, seed)
 				})
 				st := h.e.Stats()
 				t.Logf("outcomes %v, driver calls %v, views %d", st.Outcomes, st.DriverCalls, st.StitchedBlocks)
@@ -92,11 +92,11 @@ func FuzzEngine(f *testing.F) {
 		if len(ops) > 300 {
 			ops = ops[:300]
 		}
-		// An odd first byte runs the input with handles that follow the blocks.
-		follow := len(data) > 0 && data[0]&1 == 1
+		// An odd first byte runs the input with handles of four chunks.
+		big := len(data) > 0 && data[0]&1 == 1
 		h := newHarness(t, []sim.Option{sim.WithCapacity(96 * MiB), sim.WithEventDelay(1)},
-			faultOptions(follow, stitch.WithStitchBudget(3, 0))...)
-		h.run(ops, func() string { return fmt.Sprintf("fuzz input (follow %v)", follow) })
+			faultOptions(big, stitch.WithStitchBudget(3, 0))...)
+		h.run(ops, func() string { return fmt.Sprintf("fuzz input (big handles %v)", big) })
 		h.closeAndCheckLeaks()
 	})
 }

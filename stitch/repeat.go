@@ -35,7 +35,7 @@ import "math/bits"
 // a repeat only when it is at least half of the requests so far away, the same losses and the
 // distillation loop unchanged; deficit handles only for a deficit of at least 4 or 16
 // headroom-sized handles, the distillation loop 1.0242 and 1.0201, steady targets 35 and 32 of 39
-// instead of 35; handles re-cut to the blocks (WithHandlesFollowBlocks' rule) only while the room
+// instead of 35; handles re-cut to the blocks (tunables.go) only while the room
 // is under an eighth or a quarter of the capacity, the distillation loop 1.0242 and the
 // gradient-accumulation GPT-2 1.0105 (its bytes strand while the room is still large).
 //

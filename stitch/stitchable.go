@@ -12,8 +12,7 @@ import "math"
 // it gains and loses (tree.watch). A candidate's head, middle and tail depend only on its span and
 // on where the handles holding its first and last byte begin and end, which stay as they are while
 // the span is loose: a handle is made before its bytes join the loose set and released after they
-// leave it, and a handle re-cut inside loose memory (handles.go) keeps its outer ends. Check verifies the
-// index against a walk over the loose ranges.
+// leave it. Check verifies the index against a walk over the loose ranges.
 //
 // It is read only when a request may stitch, which in the steady iterations of a training loop is
 // rare, while every miss there changes the loose set several times: re-carving a place takes loose

@@ -18,16 +18,14 @@ func walkedStitchPlan(e *Engine, r uint64) ([]span, uint64) {
 }
 
 // TestStitchIndex checks, through random allocations and frees of sizes that leave heads, tails
-// and whole handles in the loose ranges (8 MiB handles over 2 MiB chunks), and releases that
-// leave holes, with handles of a fixed size and with handles that follow the blocks, that the
-// stitch index stays what Check expects, that it tells what a plan over
-// every loose range reaches, and that stitchPlan, which walks the loose ranges only until they
-// reach the request, makes the plan a walk over all of them makes; and that EmptyCache, which
+// and whole handles in the loose ranges (8 MiB handles over 2 MiB chunks, and one-chunk ones), and
+// releases that leave holes, that the stitch index stays what Check expects, that it tells what a
+// plan over every loose range reaches, and that stitchPlan, which walks the loose ranges only until
+// they reach the request, makes the plan a walk over all of them makes; and that EmptyCache, which
 // looks for handles to release only in the loose ranges that hold whole ones, leaves none.
 func TestStitchIndex(t *testing.T) {
 	t.Run("8MiB-handles", func(t *testing.T) { testStitchIndex(t, WithHandleSize(8<<20)) })
-	// Handles re-cut under new blocks (handles.go) change inside loose ranges only.
-	t.Run("handles-follow-blocks", func(t *testing.T) { testStitchIndex(t, WithHandlesFollowBlocks()) })
+	t.Run("2MiB-handles", func(t *testing.T) { testStitchIndex(t, WithHandleSize(2<<20)) })
 }
 
 func testStitchIndex(t *testing.T, handles Option) {

@@ -73,11 +73,23 @@ const (
 // PyTorch step or of the project's own, marked: with 1/16 of what is held and at most 1/256 of the
 // headroom, the largest warm-up iteration within 10% of the step on 18 instead of 9 (llama1b-full
 // 247 -> 38 ms, neox20b 535 -> 36) but capacity within target on 21 instead of 32
-// (gpt2-gradaccum 1.0350, gpt2medium 1.0284, whisper 1.0222). Handles that follow the blocks
-// (WithHandlesFollowBlocks: each handle re-cut to the blocks carved from it) in the first
-// iteration only, the default after it: warm-up within target on 1, capacity on 22 (the re-cuts
-// cost more driver time than the larger handles save, and the first iteration's layout strands
-// later).
+// (gpt2-gradaccum 1.0350, gpt2medium 1.0284, whisper 1.0222). Handles re-cut to the blocks (below)
+// in the first iteration only, these rules after it: warm-up within target on 1, capacity on 22
+// (the re-cuts cost more driver time than the larger handles save, and the first iteration's
+// layout strands later).
+//
+// Handles re-cut to the blocks. A growth made its deficit as one handle and its headroom as
+// another, and a large block carved from a handle lying wholly in free memory had that handle
+// re-created around it at the chunk boundaries of its ends (a Create per part, an Unmap, a Release
+// and a Map per part; under idle views the same again), so that free memory stayed whole handles
+// and a stitch mapped one handle per block it spanned. Measured at release 0.5.6 against the rules
+// here (gmlake-bench replay --min-capacity --repeat 4, the H200's costs, 39 traces, marked): the
+// largest warm-up iteration's driver time summed 7,573 ms against 271 and within 10% of the step
+// on 3 traces against 37, the largest steady one's summed 2,238 ms against 25 and within 1% on 5
+// against 37 (llama1b-full 230 against 5 ms: blocks of new sizes keep re-cutting handles), capacity
+// within target on the same 35, its mean 1.00544 against 1.00564 (the distillation loop 1.0077
+// against 1.0242); no calls in the fourth repetition either way. Never marked it also lost
+// capacity (opt1.3b-lora-ckpt-off 1.0304, release 0.4.0). So handles are not re-cut.
 const (
 	handleHeadroomShare = 8192
 	maxHandleBytes      = 1 << 30

@@ -471,14 +471,6 @@ func planPieces(chosen []candidate, ends planEnds, r uint64) []span {
 
 // stitch maps pieces under a new view and makes them a block of r bytes.
 func (e *Engine) stitch(pieces []span, r uint64) (*block, error) {
-	// The last piece ends inside its handle: cut it there, so that the view maps only what the
-	// block uses of it and the rest stays whole for others.
-	last := pieces[len(pieces)-1]
-	for _, c := range e.endCuts(last.start, last.end, false) {
-		if err := e.cutAt(c); err != nil {
-			return nil, err
-		}
-	}
 	v, err := e.mapView(pieces)
 	if err != nil {
 		return nil, err

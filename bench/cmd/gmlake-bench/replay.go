@@ -35,7 +35,6 @@ type replayCmd struct {
 	GrowthSlack  []float64     `sep:"," placeholder:"F,..." help:"Also replay gmlake with stitch.WithGrowthSlack(F), as gmlake/slack=F: headroom traded for fewer driver calls (needs gmlake in --allocators)."`
 	WarmupGrowth []units.Bytes `name:"warmup-growth" sep:"," placeholder:"BYTES,..." help:"Also replay gmlake with stitch.WithWarmupGrowth(BYTES), as gmlake/warmup=BYTES: growth in large steps until an iteration is remembered (needs gmlake in --allocators)."`
 	HandleSize   []units.Bytes `name:"handle-size" sep:"," placeholder:"BYTES,..." help:"Also replay gmlake with stitch.WithHandleSize(BYTES), as gmlake/handle=BYTES: handles of one fixed size instead of sized to the headroom (needs gmlake in --allocators)."`
-	FollowBlocks bool          `name:"follow-blocks" help:"Also replay gmlake with stitch.WithHandlesFollowBlocks, as gmlake/follow-blocks: handles sized to the blocks (needs gmlake in --allocators)."`
 	Jobs         int           `default:"1" help:"(trace, allocator) pairs measured at once; >1 makes ns/pair noisier."`
 	Snapshot     string        `type:"path" placeholder:"FILE" help:"Write the first trace's replay through gmlake as a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot's pickle) to FILE."`
 	Wide         bool          `help:"Print every figure in the table (over 250 columns); by default it fits 120."`
@@ -44,7 +43,7 @@ type replayCmd struct {
 }
 
 // errVariantWithoutGMLake: a flag that adds a variant of gmlake (--growth-slack, --warmup-growth,
-// --handle-size, --follow-blocks) was given without gmlake among the allocators.
+// --handle-size) was given without gmlake among the allocators.
 var errVariantWithoutGMLake = errors.New("gmlake is not among --allocators")
 
 func (c *replayCmd) Run(stdout io.Writer) error {
@@ -57,13 +56,10 @@ func (c *replayCmd) Run(stdout io.Writer) error {
 	}
 	withGMLake := slices.ContainsFunc(c.Allocators, func(a string) bool { return strings.TrimSpace(a) == "gmlake" })
 	for flag, given := range map[string]bool{"--growth-slack": len(c.GrowthSlack) > 0, "--warmup-growth": len(c.WarmupGrowth) > 0,
-		"--handle-size": len(c.HandleSize) > 0, "--follow-blocks": c.FollowBlocks} {
+		"--handle-size": len(c.HandleSize) > 0} {
 		if given && !withGMLake {
 			return fmt.Errorf("%s: %w", flag, errVariantWithoutGMLake)
 		}
-	}
-	if c.FollowBlocks {
-		specs = append(specs, bench.FollowBlocksSpec())
 	}
 	for _, b := range c.WarmupGrowth {
 		specs = append(specs, bench.WarmupSpec(uint64(b)))

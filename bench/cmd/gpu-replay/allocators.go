@@ -14,7 +14,7 @@ import (
 const granularity = 2 << 20
 
 // engineOptions are added to every engine the replays make, on the GPU and on the simulator
-// (--follow-blocks, --handle-size).
+// (--handle-size).
 var engineOptions []stitch.Option
 
 // newEngineAllocator is the stitching engine over d as a baseline.Allocator named name

@@ -62,7 +62,6 @@ type cli struct {
 	Below        bool          `default:"true" negatable:"" help:"Also replay on the GPU 2 MiB below the minimum capacity (expects out-of-memory)."`
 	Bisect       bool          `default:"true" negatable:"" help:"Bisect the engine's minimum capacity on the simulator (unless --sim has it) and replay at it on the GPU; --no-bisect replays without a limit only."`
 	Steps        []string      `sep:"," placeholder:"FILE,..." help:"PyTorch's training step per trace (pytorch-steps.jsonl): the markdown then judges the measured driver time against it."`
-	FollowBlocks bool          `name:"follow-blocks" help:"Run the engine with stitch.WithHandlesFollowBlocks (handles sized to the blocks), on the GPU and on the simulator."`
 	HandleSize   units.Bytes   `name:"handle-size" help:"Run the engine with stitch.WithHandleSize (handles of one fixed size instead of sized to the headroom), on the GPU and on the simulator."`
 	Repeat       int           `default:"1" help:"With N > 1, also replay gmlake (GPU and simulator, no capacity limit) over the iterations repeated N times in a row; the last repetition is reported on its own."`
 }
@@ -79,9 +78,6 @@ func main() {
 
 func (c *cli) run(stdout, stderr io.Writer) error {
 	engineOptions = nil
-	if c.FollowBlocks {
-		engineOptions = append(engineOptions, stitch.WithHandlesFollowBlocks())
-	}
 	if c.HandleSize > 0 {
 		engineOptions = append(engineOptions, stitch.WithHandleSize(uint64(c.HandleSize)))
 	}

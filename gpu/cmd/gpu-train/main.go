@@ -47,7 +47,6 @@ type cli struct {
 	BisectLimit time.Duration `default:"60s" help:"Stop each batch search after this long (the bracket so far is reported)."`
 	JSON        string        `help:"Write one JSON line per run here (default: standard output)."`
 	Markdown    string        `help:"Write the markdown table here (it is also printed to standard error)."`
-	Follow      bool          `name:"follow-blocks" help:"Run gmlake with stitch.WithHandlesFollowBlocks (handles sized to the blocks)."`
 	Trace       string        `help:"Write each run's allocation trace (gmlake-bench's text format, an iteration marker per step) to DIR/MODEL-ALLOCATOR.trace.gz." placeholder:"DIR"`
 }
 

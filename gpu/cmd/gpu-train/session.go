@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/bench"
 	"github.com/gmlake/gmlake/driver/cuda"
 	"github.com/gmlake/gmlake/gpu"
@@ -17,7 +16,6 @@ import (
 	"github.com/gmlake/gmlake/gpu/internal/traincmd"
 	"github.com/gmlake/gmlake/gpu/pool"
 	"github.com/gmlake/gmlake/models"
-	"github.com/gmlake/gmlake/stitch"
 )
 
 // env is the CUDA driver shared by every run.
@@ -43,7 +41,6 @@ type result struct {
 	Seqs               []int
 	Steps              int
 	Recompute, Offload bool
-	FollowBlocks       bool `json:",omitempty"` // gmlake with stitch.WithHandlesFollowBlocks
 	Capacity           uint64
 	WeightsBytes       uint64 // resident weights, adapters and optimizer state
 
@@ -120,7 +117,6 @@ type run struct {
 func (c *cli) session(e *env, model string, w *models.Weights, alloc string, log io.Writer) *result {
 	r := &result{Model: model, Allocator: alloc, Batch: c.Batch, Seqs: c.Seqs, Steps: c.Steps,
 		Recompute: c.Recompute, Offload: c.Offload, Capacity: uint64(c.Capacity)}
-	r.FollowBlocks = c.Follow && alloc == baseline.NameGMLake
 	if err := c.measure(e, w, r, log); err != nil {
 		r.Error = err.Error()
 		fmt.Fprintf(log, "%s/%s: %v\n", model, alloc, err)
@@ -129,11 +125,7 @@ func (c *cli) session(e *env, model string, w *models.Weights, alloc string, log
 }
 
 func (c *cli) measure(e *env, w *models.Weights, r *result, log io.Writer) (err error) {
-	var opts []stitch.Option
-	if r.FollowBlocks {
-		opts = append(opts, stitch.WithHandlesFollowBlocks())
-	}
-	p, err := pool.New(r.Allocator, e.drv, r.Capacity, opts...)
+	p, err := pool.New(r.Allocator, e.drv, r.Capacity)
 	if err != nil {
 		return err
 	}
