@@ -222,7 +222,10 @@ const deficitMarkedShare = 256
 // free (most setups free little; shares of 1/4, 1/8, 1/16, 1/32): never marked 37, 37, 36 and 34
 // warm-up targets, marked capacity worse on 2-3 and DeBERTa-v2's steady iteration 0.62 -> 1.08 ms
 // (target 0.84), and opt1.3b-lora-ckpt never marked holds 6.0% beyond its live peak with no
-// capacity limit, past the 5% the replay tests hold. Not taken either way.
+// capacity limit, past the 5% the replay tests hold. Only once frees come at a quarter or half of
+// the rate of requests over 64 requests (a training step frees what it allocates, a setup little):
+// marked unchanged, never marked 30 and 26 warm-up targets, but capacity within target on 34
+// (gpt2-gradaccum 1.0121) and the same 6.0%. Not taken either way.
 const (
 	firstAheadRoomShare = 128
 	firstAheadFarShare  = 4
