@@ -8,6 +8,7 @@ import (
 
 	"github.com/gmlake/gmlake/baseline"
 	"github.com/gmlake/gmlake/internal/units"
+	"github.com/gmlake/gmlake/stitch"
 	"github.com/gmlake/gmlake/trace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -226,6 +227,59 @@ func TestFragmentation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.InDelta(t, tt.want, Fragmentation(tt.active, tt.reserved), 1e-12)
+		})
+	}
+}
+
+// windowed is an allocator that runs out of memory at every request when its capacity lies in
+// [from, to): fitting that is not monotone in capacity, as the engine's can be.
+type windowed struct{ baseline.Allocator }
+
+func (windowed) Alloc(uint64, stitch.Stream) (uintptr, error) {
+	return 0, fmt.Errorf("window: %w", baseline.ErrOutOfMemory)
+}
+
+// Where fitting is not monotone in capacity, a capacity that fits below one that fails is not
+// the answer: the scan above the bisected capacity (2% of the peak active bytes, 9000 here: 180
+// bytes, capacities 64, 128 and 192 bytes above at a step of 64) finds the failure and the search
+// starts again above it, until every capacity scanned fits.
+func TestMinCapacityScansAbove(t *testing.T) {
+	p := build(t, "a 0 5000 0", "a 1 3000 0", "f 0", "a 2 6000 0")
+	direct := spec(t, "direct")
+	const step, fit = 64, 9216 // 3000 and 6000 rounded to 512
+	for _, tc := range []struct {
+		name     string
+		from, to uint64 // the capacities that fail for want of luck
+		want     uint64
+		rescans  int
+	}{
+		{name: "monotone", want: fit},
+		{name: "a window above", from: fit + 2*step, to: fit + 3*step, want: fit + 3*step, rescans: 1},
+		{name: "a window just above", from: fit + step, to: fit + 2*step, want: fit + 2*step, rescans: 1},
+		{name: "a window past the scan's end", from: fit + step, to: fit + 6*step, want: fit + 6*step, rescans: 1},
+		{name: "a window beyond the scan", from: fit + 8*step, to: fit + 9*step, want: fit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Spec{Name: "windowed", New: func(capacity uint64) (baseline.Allocator, error) {
+				a, err := direct.New(capacity)
+				if err == nil && capacity >= tc.from && capacity < tc.to {
+					return windowed{a}, nil
+				}
+				return a, err
+			}}
+			b, err := MinCapacity(p, s, 9000, fit, step, 0)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, b.Capacity)
+			assert.True(t, b.Exact)
+			assert.Equal(t, tc.rescans, b.Rescans)
+			require.NotNil(t, b.Binding)
+			if tc.rescans == 0 {
+				assert.Zero(t, b.FirstFit)
+				assert.Equal(t, 3, b.Binding.Event, "one step below the fit, the last request fails")
+				return
+			}
+			assert.Equal(t, uint64(fit), b.FirstFit)
+			assert.Equal(t, 0, b.Binding.Event, "one step below, in the window, the first request fails")
 		})
 	}
 }
