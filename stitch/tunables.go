@@ -160,6 +160,13 @@ const (
 // 3.2 -> 4.1 ms and 1.0021 -> 1.0032). On an H100, 0.4.6 and this in turn, two gpu-replay runs
 // each (results/gpu-replay/h100-2026-12-06-ahead-*): llama1b-full 52-60 -> 35-36 ms,
 // opt1.3b-full 25.5-26.7 -> 11.8-14.5, llama7b-lora-ckpt-off 83-88 -> 67-69.
+// Measured at release 0.5.7 and not taken (the 39 traces, --min-capacity with its scan above,
+// marked): the deficit handle rounded down to a power of two of chunks (3 -> 2, 5-7 -> 4): capacity
+// better on 7 traces and worse on 5, its mean 1.00598 -> 1.00569 (the distillation loop 1.0242 ->
+// 1.0170, DeBERTa-v2 1.0090 -> 1.0065; gpt2-gradaccum 1.0178 -> 1.0192), within target on the same
+// 34; but the largest steady iteration summed 25.4 -> 31.4 ms and within 1% of the step on 34
+// instead of 37 (DeBERTa-v2 0.88, the UNet 0.51, the multi-crop ViT-S 0.76 ms against 0.84, 0.43
+// and 0.73; llama1b-full 5.1 -> 7.0).
 const deficitHeadroomShare = 1024
 
 // Once the caller has marked a whole iteration (a memo of one is remembered), the share bounding a
