@@ -27,8 +27,10 @@
 //   - minimum capacity: the smallest capacity, a multiple of the step (2 MiB), under which the
 //     trace replays without out-of-memory, found by bisection between peak active (never enough)
 //     and the uncapped peak reserved (always enough for an allocator that behaves the same until
-//     it meets its limit); MeasureOptions.MaxProbes may stop it early, and then it is an upper
-//     bound. A count of replays, not a time, so the figure does not depend on the machine's load;
+//     it meets its limit), and above which the capacities of a scan over the next 2% of peak
+//     active replay too (fitting is not monotone in capacity for every allocator: MinCapacity);
+//     MeasureOptions.MaxProbes may stop a bisection early, and then it is an upper bound. A count
+//     of replays, not a time, so the figure does not depend on the machine's load;
 //   - driver calls: before the first iteration marker, per warm-up iteration (0 to SteadyFrom-1)
 //     and per steady iteration (SteadyFrom on), and per kind for a CallCounter;
 //   - novelty (Prepared.Needs, from the trace alone): an iteration is novel when its peak of live

@@ -48,7 +48,8 @@ func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, 
 	b.WriteString("- **fragmentation** = 1 - peak active / peak reserved, with no capacity limit. For `gorgonia` reserved " +
 		"is the high-water mark of its fixed arena (the smallest arena that runs the trace identically).\n")
 	b.WriteString("- **min capacity**: smallest capacity (bisected to 2 MiB; PyTorch's to 256 MiB) under which the whole trace " +
-		"replays without out-of-memory; **cap/active** = min capacity / peak active.\n")
+		"replays without out-of-memory, and above which 16 capacities over the next 2% of peak active replay too (ours; " +
+		"fitting is not monotone in capacity for every allocator); **cap/active** = min capacity / peak active.\n")
 	fmt.Fprintf(&b, "- **driver calls per iteration**: device calls between `i N` markers; warm-up = iterations 0-%d, "+
 		"steady = iteration %d on. ns/pair: wall time of the uncapped replay per allocation+free, on this machine.\n",
 		bench.SteadyFrom-1, bench.SteadyFrom)

@@ -22,7 +22,7 @@ import (
 
 type replayCmd struct {
 	Allocators   []string      `default:"gmlake,gorgonia,caching,direct" sep:"," help:"Allocators to run (${default}; also gmlake-unmarked: gmlake not told where iterations begin)."`
-	MinCapacity  bool          `help:"Bisect the smallest capacity that replays without out-of-memory."`
+	MinCapacity  bool          `help:"Find the smallest capacity that replays without out-of-memory, and above which every capacity scanned does too (bench.MinCapacity)."`
 	Step         units.Bytes   `default:"2MiB" help:"Resolution of the capacity bisection."`
 	MaxProbes    int           `name:"max-probes" default:"0" help:"Halving replays per bisection; past them the bound found so far is reported, marked <= (0: bisect to --step)."`
 	Capacity     units.Bytes   `help:"Also replay under this capacity (e.g. 40GiB) and report out-of-memory."`
