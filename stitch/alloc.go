@@ -109,10 +109,9 @@ func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, err
 		h, under, ok := e.findMemo(r)
 		known := !e.payShapeFlush() // a flush changed what lies at the place
 		if ok {
-			if b, out = e.takeHomeOver(h, r, under, known), OutcomeSplit; b != nil { // nil: a driver error lost the place
-				e.rememberLargeHome(b)
-				e.recordPlace(b, false)
-			}
+			b, out = e.takeHomeOver(h, r, under, known), OutcomeSplit
+			e.rememberLargeHome(b)
+			e.recordPlace(b, false)
 		} else if l.head != nil {
 			return e.reuse(l.head, size), nil
 		}

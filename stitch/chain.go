@@ -68,8 +68,7 @@ func (e *Engine) placeLarge(r uint64, _ Stream) (*block, Outcome, error) {
 	return e.placeInNewMemory(r)
 }
 
-// placeFrom takes the first proposal of sources that can be taken (a take that a driver error
-// made lose its place returns no block, and the next source is asked); nil if none can.
+// placeFrom takes the first proposal of sources; nil if none proposes one.
 func (e *Engine) placeFrom(r uint64, sources ...func(*Engine, uint64) (proposal, bool)) (*block, Outcome, error) {
 	for _, src := range sources {
 		p, ok := src(e, r)
@@ -86,15 +85,12 @@ func (e *Engine) placeFrom(r uint64, sources ...func(*Engine, uint64) (proposal,
 		if err != nil {
 			return nil, 0, err
 		}
-		if b != nil {
-			return b, p.out, nil
-		}
+		return b, p.out, nil
 	}
 	return nil, 0, nil
 }
 
-// take makes proposal p a block of r bytes: the one change a placement makes. A home's take
-// returns nil when a driver error lost the place (takeHome).
+// take makes proposal p a block of r bytes: the one change a placement makes.
 func (e *Engine) take(p proposal, r uint64) (*block, error) {
 	if p.pieces != nil {
 		e.flushUnder(p.pieces)

@@ -52,25 +52,23 @@ func (c *cli) simRuns(p *prepared, prior map[string]record, device uint64, log i
 	var recs []record
 	base := record{Trace: p.name, Workload: p.workload, Driver: "sim"}
 
-	start := time.Now()
-	rec := base
-	rec.Allocator, rec.Run = baseline.NameGMLake, "uncapped"
-	simEngine(p, device, &rec)
-	recs = append(recs, rec)
-	c.progress(log, &rec, time.Since(start))
-	if c.wants(baseline.NameGMLakeUnmarked) {
+	var rec record // the marked engine's: the bisection starts from its peaks
+	for _, name := range c.simEngines() {
 		start := time.Now()
-		u := base
-		u.Allocator, u.Run = baseline.NameGMLakeUnmarked, "uncapped"
-		simEngine(p, device, &u)
-		recs = append(recs, u)
-		c.progress(log, &u, time.Since(start))
+		r := base
+		r.Allocator, r.Run = name, "uncapped"
+		simEngine(p, device, &r)
+		recs = append(recs, r)
+		c.progress(log, &r, time.Since(start))
+		if name == baseline.NameGMLake {
+			rec = r
+		}
 	}
 
 	if rec.Error == "" && c.Bisect {
 		b, ok := prior[p.name]
 		if !ok {
-			start = time.Now()
+			start := time.Now()
 			b = base
 			b.Allocator, b.Run = "gmlake", "bisect"
 			b.PeakActive, b.PeakReserved = rec.PeakActive, rec.PeakReserved
@@ -84,7 +82,7 @@ func (c *cli) simRuns(p *prepared, prior map[string]record, device uint64, log i
 		recs = append(recs, b)
 	}
 
-	start = time.Now()
+	start := time.Now()
 	ff := base
 	ff.Allocator, ff.Run = "gorgonia", "arena"
 	clock := &callClock{}
@@ -147,6 +145,16 @@ func (c *cli) gpuRuns(p *prepared, drv *cuda.Driver, simRecs []record, log io.Wr
 	return recs
 }
 
+// simEngines are the engines replayed on the simulator: gmlake always (its figures are the
+// simulator's side of every comparison, and its bisection the GPU's capacities), gmlake-unmarked
+// when asked for.
+func (c *cli) simEngines() []string {
+	if c.wants(baseline.NameGMLakeUnmarked) {
+		return []string{baseline.NameGMLake, baseline.NameGMLakeUnmarked}
+	}
+	return []string{baseline.NameGMLake}
+}
+
 // simEngine replays p through the engine named rec.Allocator (gmlake or gmlake-unmarked) on a
 // simulated device of device bytes, with no capacity limit, into rec.
 func simEngine(p *prepared, device uint64, rec *record) {
@@ -169,18 +177,14 @@ func simEngine(p *prepared, device uint64, rec *record) {
 // simulator) and unmarked (gmlake-unmarked) as asked.
 func (c *cli) repeatRuns(p *prepared, drv *cuda.Driver, device uint64, log io.Writer) []record {
 	var recs []record
-	for _, name := range []string{baseline.NameGMLake, baseline.NameGMLakeUnmarked} {
-		wanted := c.wants(name)
-		if !wanted && name != baseline.NameGMLake {
-			continue
-		}
+	for _, name := range c.simEngines() {
 		start := time.Now()
 		rec := record{Trace: p.name, Workload: p.workload, Allocator: name, Driver: "sim", Run: "repeated",
 			Repetitions: p.phases.times}
 		simEngine(p, device, &rec)
 		recs = append(recs, rec)
 		c.progress(log, &rec, time.Since(start))
-		if drv != nil && wanted {
+		if drv != nil && c.wants(name) {
 			start = time.Now()
 			g := c.gpuEngine(p, drv, name, "repeated", 0)
 			g.Repetitions = p.phases.times
