@@ -96,7 +96,8 @@ func WithWarmupGrowth(bytes uint64) Option {
 	return func(c *config) { c.engine = append(c.engine, stitch.WithWarmupGrowth(bytes)) }
 }
 
-// WithExactGrowth makes the first marked iteration grow only what its requests ask; by default,
+// WithExactGrowth makes the first iteration (the first marked one; never marked, the first once
+// frees show the training loop) grow only what its requests ask; by default,
 // far from the capacity, each of its growths creates at least 1/128 of the room below it (but no
 // more than the memory held): fewer and larger growths (see stitch.WithExactGrowth). WithJobSize
 // implies it.

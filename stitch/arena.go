@@ -25,7 +25,7 @@ type physAlloc struct {
 // current iteration has grown so far (since the last MarkIteration; since New without marks), so that
 // an iteration that keeps growing does it in ever fewer, larger steps, but at most the growth slack
 // times the memory reserved; before the first memo, up to the warm-up growth (WithWarmupGrowth);
-// in the first marked iteration, its bytes ahead (firstAhead); never past the capacity.
+// in the first iteration, its bytes ahead (firstAhead); never past the capacity.
 func (e *Engine) growthExtra(n uint64) uint64 {
 	limit := min(uint64(float64(e.reserved)*e.cfg.growthSlack)/e.g, e.grownIter/e.g)
 	least := e.firstAhead() // the bytes a growth makes at the least
@@ -46,20 +46,47 @@ func (e *Engine) growthExtra(n uint64) uint64 {
 // first marked iteration (callerMarks, before seenIteration: request by request).
 func (e *Engine) firstMarkedIteration() bool { return e.callerMarks && !e.seenIteration }
 
-// firstIterationFar reports whether the engine is in the caller's first marked iteration
-// (firstMarkedIteration) far from the capacity: the memory held at most 1/firstAheadFarShare of
-// the room below it. There a growth makes bytes ahead of its request (firstAhead); near the
-// capacity, where a minimum capacity is decided, it does not.
+// firstIterationFar reports whether the engine is building the job's first iteration far from
+// the capacity: the caller's first marked iteration (firstMarkedIteration) or, never marked, the
+// iterations before one is seen once frees show the training loop (unmarkedTraining); and the
+// memory held at most 1/firstAheadFarShare of the room below the capacity. There a growth makes
+// bytes ahead of its request (firstAhead); near the capacity, where a minimum capacity is
+// decided, it does not.
 func (e *Engine) firstIterationFar() bool {
-	if !e.firstMarkedIteration() {
+	if !e.firstMarkedIteration() && !e.unmarkedTraining() {
 		return false
 	}
 	held := e.reserved + e.orphanBytes
 	return held < e.capacity && held <= (e.capacity-held)/firstAheadFarShare
 }
 
-// firstAhead is how many bytes a growth creates at the least in the caller's first marked
-// iteration far from the capacity (firstIterationFar): 1/firstAheadRoomShare of what the capacity
+// unmarkedTraining reports whether the engine, never marked and before it has seen an iteration,
+// serves a training loop rather than a job's setup: frees have come at 1/trainingFreeShare of the
+// rate of requests or more over a window of at least trainingWindow requests (trainingSeen). The
+// window closes at the first growth past its end, which starts the next; a growth is rare, so the
+// rate costs the requests and frees nothing (the frees are the requests served less the live
+// blocks). The setup of a job that will mark comes before its first mark, so the rule reaches it
+// too; a setup frees little (tunables.go).
+func (e *Engine) unmarkedTraining() bool {
+	if e.callerMarks || e.seenIteration {
+		return false
+	}
+	if !e.trainingSeen {
+		served := uint64(0)
+		for _, n := range e.outcomes {
+			served += n
+		}
+		if n := served - e.trainingFrom; n >= trainingWindow {
+			freed := served - uint64(e.liveBlocks)
+			e.trainingSeen = (freed-e.trainingFreed)*trainingFreeShare >= n
+			e.trainingFrom, e.trainingFreed = served, freed
+		}
+	}
+	return e.trainingSeen
+}
+
+// firstAhead is how many bytes a growth creates at the least in the job's first iteration far
+// from the capacity (firstIterationFar): 1/firstAheadRoomShare of what the capacity
 // still allows beyond the memory held, but no more than the memory held (a small job on a large
 // device at most doubles what it holds); 0 otherwise, with fixed handles and with WithExactGrowth.
 // The bytes ahead are loose memory that the next requests take, so the first iteration grows in a

@@ -16,10 +16,11 @@
 // so that a new peak of many requests grows in a few ever larger handles rather than one per
 // request. Once the caller has marked a whole iteration the bound follows how scarce memory is:
 // the headroom times its share of the capacity over 256 (deficitBytes), larger far from the
-// capacity and smaller near it. In the caller's first marked iteration, before that, far from the
-// capacity a growth makes at least 1/128 of the headroom but no more than the memory held
-// (firstAhead, arena.go), so that the job's memory is built in a few growths rather than one per
-// request (WithExactGrowth turns it off). Until an iteration is seen (the setup and the first
+// capacity and smaller near it. In the job's first iteration, before that (the caller's first
+// marked iteration; never marked, once frees come at a training loop's rate, unmarkedTraining),
+// far from the capacity a growth makes at least 1/128 of the headroom but no more than the memory
+// held (firstAhead, arena.go), so that the job's memory is built in a few growths rather than one
+// per request (WithExactGrowth turns it off). Until an iteration is seen (the setup and the first
 // iteration, marked or not) a handle may hold the headroom times its own share of 128 TiB where
 // that is more and no more than the memory held (firstHandleBytes: 128 MiB handles on an H200, the
 // headroom share under a 16 GiB room), so that a large device builds a job far below it in few
@@ -170,7 +171,7 @@
 //     the request.
 //   - NewChunks: free memory cannot cover the request, even with the empty small pages given back.
 //     Only the deficit is created, with the bytes ahead of a new peak once an iteration has been
-//     seen or the first marked iteration's bytes ahead (in the holes releases left, lowest first,
+//     seen or the first iteration's bytes ahead (in the holes releases left, lowest first,
 //     then past the end;
 //     the search starts at the lowest hole not yet filled), becomes loose,
 //     and the request is carved or stitched from it and the free memory: new memory is always

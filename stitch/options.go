@@ -113,7 +113,8 @@ func WithHandleSize(bytes uint64) Option {
 }
 
 // WithExactGrowth turns off the first iteration's bytes ahead (firstAhead, arena.go): in the
-// first iteration the caller marks, a growth creates what its request lacks and no more (with
+// first iteration the caller marks (never marked: before an iteration is seen, once frees come at
+// a training loop's rate), a growth creates what its request lacks and no more (with
 // WithWarmupGrowth or WithGrowthSlack, what they add). By default, far from the capacity, a growth
 // of that iteration creates at least 1/128 of the room below the capacity, but no more than the
 // memory held, so that the job's memory is built in a few growths rather than one per request and

@@ -246,7 +246,11 @@ func TestRepeatedIterationConverges(t *testing.T) {
 	}
 }
 
-// TestReplayTraces replays every shared trace uncapped with Check at intervals.
+// TestReplayTraces replays every shared trace uncapped and never marked, with Check at intervals.
+// With WithExactGrowth the memory held stays within 5% of the live peak. By default the first
+// iteration's bytes ahead (firstAhead, once frees show the training loop) are held beside it: at
+// most one growth's share of the room (1/firstAheadRoomShare of the device) more than the engine
+// without them.
 func TestReplayTraces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
@@ -258,9 +262,13 @@ func TestReplayTraces(t *testing.T) {
 		name := filepath.Base(path)
 		t.Run(name, func(t *testing.T) {
 			tr := tracetest.Load(t, name)
+			exact := replayMarked(t, tr, 0, 0, false, stitch.WithExactGrowth())
+			require.NoError(t, exact.oom)
 			res := replay(t, tr, 0, 5000)
 			require.NoError(t, res.oom)
-			assert.Less(t, res.stats.Fragmentation(), 0.05)
+			t.Logf("fragmentation %.4f (without the first iteration's bytes ahead %.4f)", res.stats.Fragmentation(), exact.stats.Fragmentation())
+			assert.Less(t, exact.stats.Fragmentation(), 0.05)
+			assert.LessOrEqual(t, res.stats.PeakReservedBytes, exact.stats.PeakReservedBytes+traceDevice/128)
 		})
 	}
 }
@@ -324,11 +332,12 @@ func TestSecondStreamMemoryIsReused(t *testing.T) {
 	assert.Less(t, exact.stats.Fragmentation(), 0.02)
 	assert.LessOrEqual(t, res.stats.PeakReservedBytes, exact.stats.PeakReservedBytes+traceDevice/128)
 	// Most frees record no event: an event is recorded when a slow path finds frees its stream's
-	// events do not cover, so at most about one per miss. (An iteration has about 1,250 frees and
-	// 60-130 misses: an event recorded and destroyed per free would cost 2,500 calls.)
+	// events do not cover, at most one per stream and slow path (poll), so about one per miss on
+	// each of the trace's two streams at the most. (An iteration has about 1,250 frees and 60-130
+	// misses: an event recorded and destroyed per free would cost 2,500 calls.)
 	t.Logf("event calls per iteration %v, events recorded %v, misses %v", res.eventCallsPerIter, res.recordsPerIter, res.missesPerIter)
 	for i := 1; i < len(res.eventCallsPerIter); i++ {
-		assert.LessOrEqual(t, res.recordsPerIter[i], res.missesPerIter[i]+2, "iteration %d: events recorded, against misses", i)
+		assert.LessOrEqual(t, res.recordsPerIter[i], 2*res.missesPerIter[i]+2, "iteration %d: events recorded, against misses", i)
 		assert.LessOrEqual(t, res.eventCallsPerIter[i], 3*res.recordsPerIter[i], "iteration %d: event calls, against events recorded", i)
 	}
 }
