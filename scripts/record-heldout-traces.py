@@ -969,6 +969,92 @@ def sage_gnn():
             "on a random graph per step: 20k-120k nodes, 8-16 edges per node"), build, step
 
 
+def vitmae_pretrain():
+    """ViT-MAE masked-autoencoder pretraining: 75% of the patches masked at random, the batch drawn per step."""
+    import torch
+    from transformers import ViTMAEConfig, ViTMAEForPreTraining
+
+    def build():
+        with torch.device("cuda"):
+            m = ViTMAEForPreTraining(ViTMAEConfig())
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        b = rng.choice([32, 48, 64, 96])
+        x = torch.randn(b, 3, 224, 224, device="cuda")
+        bf16_step(m, opt, lambda: m(pixel_values=x).loss)
+
+    return ("ViT-MAE base (encoder ViT-B/16, 8-layer decoder), pretraining with 75% of the patches masked at random, "
+            "224x224, batch drawn per step from 32-96"), build, step
+
+
+def segformer_crops():
+    """SegFormer (Mix Transformer) semantic segmentation on square crops whose side is drawn per step."""
+    import torch
+    from transformers import SegformerConfig, SegformerForSemanticSegmentation
+
+    def build():
+        cfg = SegformerConfig(num_labels=150, depths=[3, 4, 6, 3], hidden_sizes=[64, 128, 320, 512],
+                              decoder_hidden_size=768)
+        with torch.device("cuda"):
+            m = SegformerForSemanticSegmentation(cfg)
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        side, b = rng.choice([(384, 16), (512, 8), (640, 6), (768, 4)])
+        x = torch.randn(b, 3, side, side, device="cuda")
+        y = torch.randint(0, 150, (b, side, side), device="cuda")
+        bf16_step(m, opt, lambda: m(pixel_values=x, labels=y).loss)
+
+    return ("SegFormer-B2-shaped semantic segmentation (Mix Transformer encoder, 150 classes), full FT, square crops "
+            "of 384-768 with the batch scaled, drawn per step"), build, step
+
+
+def electra_pretrain():
+    """ELECTRA replaced-token detection: a small generator fills masked tokens, a base discriminator spots them."""
+    import torch
+    from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
+
+    def build():
+        with torch.device("cuda"):
+            gen = ElectraForMaskedLM(ElectraConfig(embedding_size=768, hidden_size=256, num_attention_heads=4,
+                                                   intermediate_size=1024))
+            disc = ElectraForPreTraining(ElectraConfig(embedding_size=768, hidden_size=768, num_attention_heads=12,
+                                                       intermediate_size=3072))
+        gen.train()
+        disc.train()
+        return gen, disc, adamw(list(gen.parameters()) + list(disc.parameters()))
+
+    def step(state, i, rng):
+        gen, disc, opt = state
+        b, n = 32, rng.randint(64, 512)
+        x = torch.randint(1000, 30522, (b, n), device="cuda")
+        pick = torch.rand(b, n, device="cuda") < 0.15
+        labels = torch.full_like(x, -100)
+        labels[pick] = x[pick]
+        masked = x.masked_fill(pick, 103)
+
+        def loss():
+            g = gen(input_ids=masked, labels=labels)
+            with torch.no_grad():
+                sampled = torch.distributions.Categorical(logits=g.logits[pick].float()).sample()
+            fake = x.clone()
+            fake[pick] = sampled
+            d = disc(input_ids=fake, labels=(fake != x).long())
+            return g.loss + 50 * d.loss
+
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            total = loss()
+        total.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return ("ELECTRA pretraining: generator (hidden 256) and discriminator (ELECTRA-base, 110M) trained together on "
+            "replaced-token detection, batch 32, lengths 64-512, 15% masked"), build, step
+
+
 WORKLOADS = {
     "t5base-encdec-full": t5_encdec,
     "mixtral-moe-full": mixtral_moe,
@@ -1002,6 +1088,9 @@ WORKLOADS = {
     "r3d18-video-full": r3d_video,
     "bert-distill-dynpad": bert_distill,
     "sage-gnn-full": sage_gnn,
+    "vitmae-pretrain-full": vitmae_pretrain,
+    "segformer-segcrops-full": segformer_crops,
+    "electra-rtd-full": electra_pretrain,
 }
 
 
