@@ -353,7 +353,12 @@ const firstHandleRoomScale = 1 << 47 // bytes: 128 TiB
 // with a step or of the project's own): an eighth of the peak met 24 instead of 21 (neox20b 32.8
 // -> 3.4 ms, the gradient-accumulation GPT-2 9.3 -> 5.9, DLRM) but held up to 1.107 x the peak
 // (Swin-T; neox20b 1.002 -> 1.096, past the 5% the stitch tests hold on the shared traces); a
-// twentieth met none more.
+// twentieth met none more. Measured again at release 0.5.8, once the never-marked engine grows its
+// first iteration ahead and holds memory beyond the live peak as the marked one does (the 42
+// traces, --min-capacity with its scan, never marked): the largest steady iteration within 1% on
+// 35 instead of 32 (wav2vec 2.0 2.98 -> 0 ms, CLIP 3.66 -> 2.71, opt1.3b-full 4.90 -> 4.08), but
+// capacity within target on 37 instead of 38 (gpt2-gradaccum 1.0074 -> 1.0110) and peak reserved
+// over peak active 1.082 -> 1.096 in the mean (llama-packed-lora-ckpt 1.105 -> 1.290): not taken.
 // Measured and not taken: no bound on
 // the memory held (the same 31 of the 33 traces with a step, reserved / active up to 1.93); from
 // the first memo on (a one-shape job such as llama-packed-lora-ckpt then holds 1.43 x its peak to
