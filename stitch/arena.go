@@ -61,28 +61,31 @@ func (e *Engine) firstIterationFar() bool {
 }
 
 // unmarkedTraining reports whether the engine, never marked and before it has seen an iteration,
-// serves a training loop rather than a job's setup: frees have come at 1/trainingFreeShare of the
-// rate of requests or more over a window of at least trainingWindow requests (trainingSeen). The
-// window closes at the first growth past its end, which starts the next; a growth is rare, so the
-// rate costs the requests and frees nothing (the frees are the requests served less the live
-// blocks). The setup of a job that will mark comes before its first mark, so the rule reaches it
-// too; a setup frees little (tunables.go).
+// serves a training loop rather than a job's setup (trainingSeen, noteFreeRate). The setup of a
+// job that will mark comes before its first mark, so the rule reaches it too; a setup frees
+// little (tunables.go).
 func (e *Engine) unmarkedTraining() bool {
-	if e.callerMarks || e.seenIteration {
-		return false
+	return !e.callerMarks && !e.seenIteration && e.trainingSeen
+}
+
+// noteFreeRate closes, at a growth, the window of requests over which the rate of frees is judged
+// (trainingSeen) once it holds trainingWindow requests or more, and starts the next: frees at
+// 1/trainingFreeShare of the rate of requests or more show the training loop. Judged at growths
+// only (before an iteration is seen, never marked), so the rate costs the requests and frees
+// nothing: the frees are the requests served less the live blocks.
+func (e *Engine) noteFreeRate() {
+	if e.callerMarks || e.seenIteration || e.trainingSeen {
+		return
 	}
-	if !e.trainingSeen {
-		served := uint64(0)
-		for _, n := range e.outcomes {
-			served += n
-		}
-		if n := served - e.trainingFrom; n >= trainingWindow {
-			freed := served - uint64(e.liveBlocks)
-			e.trainingSeen = (freed-e.trainingFreed)*trainingFreeShare >= n
-			e.trainingFrom, e.trainingFreed = served, freed
-		}
+	served := uint64(0)
+	for _, n := range e.outcomes {
+		served += n
 	}
-	return e.trainingSeen
+	if n := served - e.trainingFrom; n >= trainingWindow {
+		freed := served - uint64(e.liveBlocks)
+		e.trainingSeen = (freed-e.trainingFreed)*trainingFreeShare >= n
+		e.trainingFrom, e.trainingFreed = served, freed
+	}
 }
 
 // firstAhead is how many bytes a growth creates at the least in the job's first iteration far

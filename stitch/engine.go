@@ -108,12 +108,12 @@ type Engine struct {
 	// repeats a block's forward requests within the first iteration.
 	seenIteration  bool
 	grownAtRequest uint64
-	// trainingSeen: never marked, frees have come at a training loop's rate (unmarkedTraining,
-	// arena.go): at least 1/trainingFreeShare of the requests served over a window of
-	// trainingWindow or more, which a job's setup (weights, optimizer state) does not reach and a
-	// training step, which frees what it allocates, does. Set once, never cleared; read, with the
-	// window's start (trainingFrom: requests served, trainingFreed: frees, at its start), only by
-	// growths before an iteration is seen. A hint: not checked.
+	// trainingSeen: never marked, frees have come at a training loop's rate (noteFreeRate, at each
+	// growth before an iteration is seen; unmarkedTraining reads it): at least 1/trainingFreeShare
+	// of the requests served over a window of trainingWindow or more, which a job's setup
+	// (weights, optimizer state) does not reach and a training step, which frees what it
+	// allocates, does. Set once, never cleared, with the window's start (trainingFrom: requests
+	// served, trainingFreed: frees, at its start). A hint: not checked.
 	trainingSeen                bool
 	trainingFrom, trainingFreed uint64
 	// orphans: driver objects an error left that the engine could not give back (undoRun,
