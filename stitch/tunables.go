@@ -166,7 +166,16 @@ const (
 // 1.0170, DeBERTa-v2 1.0090 -> 1.0065; gpt2-gradaccum 1.0178 -> 1.0192), within target on the same
 // 34; but the largest steady iteration summed 25.4 -> 31.4 ms and within 1% of the step on 34
 // instead of 37 (DeBERTa-v2 0.88, the UNet 0.51, the multi-crop ViT-S 0.76 ms against 0.84, 0.43
-// and 0.73; llama1b-full 5.1 -> 7.0).
+// and 0.73; llama1b-full 5.1 -> 7.0). Measured at release 0.5.8 and not taken (the 42 traces, the
+// same command, marked and never marked): this share also scaled by the room's share of the
+// capacity, as deficitMarkedShare is (below), so that deficit handles shrink toward the capacity
+// before the caller's marks have shown an iteration too: marked, capacity better on 3 and worse on
+// 1 (gpt2-gradaccum 1.0178 -> 1.0108, the distillation loop 1.0242 -> 1.0220; the rollout loop
+// 1.0046 -> 1.0053), within target on the same 37, the largest steady iterations summed 26.1 ->
+// 23.9 ms; never marked, capacity better on 15 and worse on 4 (mean 1.00574 -> 1.00528, the
+// distillation loop 1.0239 -> 1.0158), steady targets 32 -> 33, but a large job's new peak then
+// grows in smaller handles with no capacity limit too (llama1b-full 10.5 -> 18.1 ms, llama7b-lora-
+// ckpt-off 3.7 -> 5.6, gpt2medium-tokenbudget 1.9 -> 3.0).
 const deficitHeadroomShare = 1024
 
 // Once the caller has marked a whole iteration (a memo of one is remembered), the share bounding a
