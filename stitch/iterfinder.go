@@ -32,7 +32,12 @@ package stitch
 // to 96 are (efficientnet-multires: its setup measures 78 image sizes). The same holds on three
 // families recorded afterwards to judge it (testdata/heldout-finder: a GPT-2 loop with interleaved
 // evaluation whose losses stay on the device, a DCGAN, BART summarization), the slack on the level
-// added for the first of them; TestIterFinderOnRecordedTraces checks all 30. The engine then runs
+// added for the first of them, and on three recorded after release 0.5.8 (testdata/heldout-0.5.8:
+// ViT-MAE pretraining, SegFormer on crops, ELECTRA); TestIterFinderOnRecordedTraces checks them all
+// with those of testdata/heldout-0.5.1. It does not hold on three of the six recorded for releases
+// 0.5.2 and 0.5.3 (the rollout loop's third and fourth beginnings are not found; the Mamba LM and
+// R3D-18 take requests inside iterations for beginnings), which the test leaves out; their
+// figures never marked are those of results/bench and the README. The engine then runs
 // as if the caller marked those places: memos from the first boundary on (memo.go). Marks from the
 // caller win: the first MarkIteration turns the finder off for good (Engine.callerMarks) and drops
 // the memos of the iterations it found.
