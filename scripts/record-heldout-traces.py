@@ -1045,11 +1045,7 @@ def electra_pretrain():
             d = disc(input_ids=fake, labels=(fake != x).long())
             return g.loss + 50 * d.loss
 
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            total = loss()
-        total.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        bf16_step(disc, opt, loss)
 
     return ("ELECTRA pretraining: generator (hidden 256) and discriminator (ELECTRA-base, 110M) trained together on "
             "replaced-token detection, batch 32, lengths 64-512, 15% masked"), build, step
