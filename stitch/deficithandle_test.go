@@ -140,7 +140,8 @@ func unmarkedStep(t *testing.T, e *stitch.Engine, sizes ...uint64) {
 // TestDeficitHandleUnmarked: without marks, the engine takes an iteration as seen once a large
 // request has repeated the size and context of an earlier one and it has served, since its last
 // growth, as many requests as before it. A repeat inside the requests that built the memory (as
-// recomputation repeats a block's forward) is not enough.
+// recomputation repeats a block's forward) is not enough. The deficit's handles follow the marked
+// rule once the finder has found iterations that begin at deep troughs.
 func TestDeficitHandleUnmarked(t *testing.T) {
 	const mib = uint64(1 << 20)
 	const capacity = uint64(1 << 40)
@@ -160,9 +161,11 @@ func TestDeficitHandleUnmarked(t *testing.T) {
 		assert.Len(t, sizes, 1, "the deficit is one handle")
 	})
 
-	t.Run("iterations found", func(t *testing.T) {
-		// Never marked, the deficit's handles stay within 1/1024 of the headroom once the finder
-		// has found iterations: its first boundaries may lie in a job's setup.
+	t.Run("iterations found at deep troughs", func(t *testing.T) {
+		// Never marked, once the finder has found iterations that begin where a step's
+		// activations are freed (the live bytes a quarter or more below their peak), a new peak's
+		// deficit takes handles of the marked rule: larger than 1/1024 of the headroom far from
+		// the capacity.
 		const capacity = 64 << 30
 		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
 		e, err := stitch.New(d, stitch.WithExactGrowth())
@@ -171,7 +174,28 @@ func TestDeficitHandleUnmarked(t *testing.T) {
 		for range 40 {
 			unmarkedStep(t, e, step...)
 		}
-		require.Positive(t, e.Stats().IterationsFound)
+		require.GreaterOrEqual(t, e.Stats().IterationsFound, uint64(2))
+		reserved := e.Stats().ReservedBytes
+		sizes := growthOf(t, e, d, 1024*mib)
+		deficitHandles(t, sizes, capacity, reserved, true)
+		assert.Greater(t, sizes[0], deficitHandle(capacity, reserved, false), "larger than 1/1024 of the headroom")
+	})
+
+	t.Run("iterations found at shallow troughs", func(t *testing.T) {
+		// Boundaries whose live bytes stay within a quarter of the peak (the layers of a first
+		// iteration's forward pass, which the finder may take for iterations) leave the deficit's
+		// handles within 1/1024 of the headroom.
+		const capacity = 64 << 30
+		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
+		e, err := stitch.New(d, stitch.WithExactGrowth())
+		require.NoError(t, err)
+		defer func() { require.NoError(t, e.Close()) }()
+		_, err = e.Alloc(1024*mib, 0) // held throughout: the troughs lie at 1 GiB, the peak 1.2 GiB
+		require.NoError(t, err)
+		for range 40 {
+			unmarkedStep(t, e, step...)
+		}
+		require.GreaterOrEqual(t, e.Stats().IterationsFound, uint64(2))
 		reserved := e.Stats().ReservedBytes
 		sizes := growthOf(t, e, d, 1024*mib)
 		deficitHandles(t, sizes, capacity, reserved, false)

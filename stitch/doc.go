@@ -14,7 +14,9 @@
 // a new peak costs a few VMM calls; such a growth also makes, ahead of the iteration's next
 // requests, as much as the iteration has grown so far, within the same bound (peakAhead, arena.go),
 // so that a new peak of many requests grows in a few ever larger handles rather than one per
-// request. Once the caller has marked a whole iteration the bound follows how scarce memory is:
+// request. Once a whole iteration is known (the caller has marked one; never marked, the
+// iteration finder has found one beginning where the live bytes lie a quarter or more below their
+// peak, a step's activations freed: wholeIterationKnown) the bound follows how scarce memory is:
 // the headroom times its share of the capacity over 256 (deficitBytes), larger far from the
 // capacity and smaller near it. In the job's first iteration, before that (the caller's first
 // marked iteration; never marked, once frees come at a training loop's rate, unmarkedTraining),

@@ -116,6 +116,13 @@ type Engine struct {
 	// served, trainingFreed: frees, at its start). A hint: not checked.
 	trainingSeen                bool
 	trainingFrom, trainingFreed uint64
+	// deepFound: never marked, the finder has found an iteration's beginning (its second or a
+	// later one) at a trough 1/deepTroughShare or more below the most live bytes ever: the
+	// activations of a step freed, as at the end of a training iteration, where a trough inside
+	// the forward pass of a first iteration (whose layers the finder may take for iterations)
+	// lies near the peak so far. Set once, by startFoundIteration, never cleared; deficitBytes
+	// reads it. A hint: not checked.
+	deepFound bool
 	// orphans: driver objects an error left that the engine could not give back (undoRun,
 	// releaseAlloc, dropRange, unmapView, destroyEvent add; retryOrphans, Close retry). Check:
 	// checkPhysical (blocked slots), checkViews (the chunks an orphaned view range maps).

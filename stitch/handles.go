@@ -62,14 +62,26 @@ func (e *Engine) deficitUnit(need uint64) uint64 {
 
 // deficitBytes is the most bytes one handle of a growth's deficit (deficitUnit) or of the bytes
 // made ahead of a new peak (peakAhead) may hold when room bytes are left below the capacity:
-// 1/deficitHeadroomShare of the room, at most maxHandleBytes. Once the caller has marked a whole
-// iteration, the room times its share of the capacity over deficitMarkedShare instead: larger
-// handles far from the capacity, the same at a quarter of it, smaller nearer (tunables.go says why).
+// 1/deficitHeadroomShare of the room, at most maxHandleBytes. Once a whole iteration is known
+// (wholeIterationKnown), the room times its share of the capacity over deficitMarkedShare instead:
+// larger handles far from the capacity, the same at a quarter of it, smaller nearer (tunables.go
+// says why).
 func (e *Engine) deficitBytes(room uint64) uint64 {
-	if !e.callerMarks || len(e.memos) == 0 {
+	if !e.wholeIterationKnown() {
 		return min(room/deficitHeadroomShare, maxHandleBytes)
 	}
 	return min(uint64(float64(room)*(float64(room)/float64(e.capacity))/deficitMarkedShare), maxHandleBytes)
+}
+
+// wholeIterationKnown reports whether the engine knows a whole iteration of the job: marked, the
+// caller has marked one (a memo is remembered); never marked, the finder has found an iteration's
+// beginning at a deep trough (deepFound), past the first iteration's forward pass, where its first
+// boundaries may lie.
+func (e *Engine) wholeIterationKnown() bool {
+	if e.callerMarks {
+		return len(e.memos) > 0
+	}
+	return e.deepFound
 }
 
 // handleUnit is the size, in chunks, of the handles a growth creates: the handle size if

@@ -99,6 +99,9 @@ func (e *Engine) startFoundIteration() {
 	if e.finder.count == 1 {
 		e.finder.seen = e.seenIteration
 	}
+	if e.finder.count >= 2 && (e.peakLive-e.live)*deepTroughShare >= e.peakLive {
+		e.deepFound = true
+	}
 	e.startIteration()
 }
 

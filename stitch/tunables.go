@@ -200,11 +200,37 @@ const deficitHeadroomShare = 1024
 // GPT-2 replays at 1.0048 x its peak and runs out at 1.018 x: bisected, 1.0215; DeBERTa-v2 1.0113).
 // Without the gate, from a marked first iteration's micro-steps on, gradient accumulation strands
 // (1.0161); never marked, the finder's first boundaries can lie in a job's setup (ConvNeXt
-// 1.0088 -> 1.0123 x with the rule, and no more steady targets met): there the rule above stays.
+// 1.0088 -> 1.0123 x with the rule from the first found iteration on, and no more steady targets
+// met): there the rule waits for a deep trough (deepTroughShare, below).
 // Measured and not taken, with growing instead of stitching (below): the bytes ahead of a new peak
 // rounded up so that a growth makes whole handles of the deficit's size (llama1b-full's new peak
 // 5.1 -> 4.2 ms, still above its 4.1; the gradient-accumulation GPT-2 3.5 -> 8.0, past its 7.4).
 const deficitMarkedShare = 256
+
+// Never marked, the rule above (deficitMarkedShare) holds once the finder has found an
+// iteration's beginning, its second or a later one, at a trough at least 1/deepTroughShare below
+// the most live bytes ever (deepFound, engine.go; wholeIterationKnown, handles.go): a training
+// step frees its activations, so the live bytes between two iterations lie well below the peak,
+// while the troughs between the layers of a first iteration's forward pass, which the finder may
+// take for iterations (ConvNeXt: 18 boundaries in its first 220 requests), lie near the peak so
+// far. Measured with gmlake-bench replay --min-capacity (with its scan above the bisection)
+// --repeat 4, the H200's costs, on the 42 traces (2026-12-07, release 0.5.9), never marked,
+// against the rule marked only: the largest steady iteration within 1% of the step on 39 instead
+// of 32 (llama1b-full 10.5 -> 5.3 ms, opt1.3b-full 4.9 -> 2.0, opt1.3b-lora-ckpt 4.7 -> 3.5, CLIP
+// 3.7 -> 2.2, wav2vec 2.0 3.0 -> 0.5, ViT-MAE 1.3 -> 0.7, DeBERTa-v2 1.1 -> 0.6, GraphSAGE 2.9 ->
+// 1.5; one worse, the GPT-2 loop with evaluation 1.18 -> 1.28 against 1.62), warm-up within 10%
+// on the same 36, capacity within target on the same 39 (mean 1.0056 -> 1.0058; DeBERTa-v2 1.0055
+// -> 1.0088, the multi-crop ViT-S 1.0044 -> 1.0083, Mixtral 1.0034 -> 1.0052), 0 calls in the
+// fourth repetition; marked, every figure the same (the caller's first mark comes before the
+// finder's deep troughs, and the rule reads the marks once there are any). What it costs is memory
+// held with no capacity limit, never marked: peak reserved / peak active 1.082 -> 1.103 in the
+// mean (marked: 1.179), the most DistilBERT 1.051 -> 1.152 and the multi-scale ResNet-50 1.054 ->
+// 1.126; near the capacity the rule makes smaller handles, as marked. Measured and not taken:
+// the rule once the finder has found 3 or 5 beginnings (38 and 37 steady targets, but capacity on
+// 38 and 37: ConvNeXt 1.0088 -> 1.0164, the gradient-accumulation GPT-2 1.0110 at 5), once a found
+// iteration grew no memory (distillation 1.0239 -> 1.0473), and troughs half the peak deep (38
+// steady targets).
+const deepTroughShare = 4
 
 // The first iteration's bytes ahead (firstAhead, arena.go). In the first iteration, every growth
 // created exactly what its request lacked: the job's memory was built in hundreds of growths, and a
