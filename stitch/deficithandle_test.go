@@ -246,3 +246,29 @@ func TestDeficitHandleMarkedFirstIteration(t *testing.T) {
 		require.NoError(t, e.Close())
 	}
 }
+
+// TestDeficitHandleMarkedRepeatsHeld: marked once, requests that repeat while the live bytes stay
+// within a quarter of their peak (the layers of a frozen teacher's forward pass, each freeing its
+// own temporaries, over a student's activations held) do not make the engine take the iteration
+// as seen: a micro-step of gradient accumulation frees its activations before the next repeats
+// it. The growth after them keeps the first iteration's handles.
+func TestDeficitHandleMarkedRepeatsHeld(t *testing.T) {
+	const mib = uint64(1 << 20)
+	const capacity = 64 << 30
+	d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
+	e, err := stitch.New(d, stitch.WithExactGrowth())
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	e.MarkIteration()
+	_, err = e.Alloc(1024*mib, 0) // held: the student's activations
+	require.NoError(t, err)
+	for range 12 { // the teacher's layers: the same requests at the same live bytes
+		unmarkedStep(t, e, 64*mib, 32*mib)
+	}
+	reserved := e.Stats().ReservedBytes
+	sizes := growthOf(t, e, d, 1024*mib)
+	for i, s := range sizes {
+		assert.LessOrEqual(t, s, firstIterationHandle(capacity, reserved), "handle %d", i)
+	}
+	assert.Greater(t, len(sizes), 1, "the first iteration's handles: no step has freed its activations")
+}

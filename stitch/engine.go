@@ -105,9 +105,14 @@ type Engine struct {
 	// the engine has served, since its last growth, at least as many requests as before it
 	// (grownAtRequest: ctxNext at the last growth): the micro-steps of gradient accumulation
 	// repeat inside the first marked iteration. A repeat alone is not enough: recomputation
-	// repeats a block's forward requests within the first iteration.
+	// repeats a block's forward requests within the first iteration. Marked, the rule also waits
+	// for a free that leaves the live bytes 1/deepTroughShare or more below their peak
+	// (deepMarked: set by Free once the caller marks, never cleared): a micro-step frees its
+	// activations before the next repeats it, while the layers of a forward pass (a frozen
+	// teacher's, in distillation) repeat with the activations held.
 	seenIteration  bool
 	grownAtRequest uint64
+	deepMarked     bool
 	// trainingSeen: never marked, frees have come at a training loop's rate (noteFreeRate, at each
 	// growth before an iteration is seen; unmarkedTraining reads it): at least 1/trainingFreeShare
 	// of the requests served over a window of trainingWindow or more, which a job's setup

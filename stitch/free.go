@@ -16,6 +16,9 @@ func (e *Engine) Free(ptr uintptr, size uint64) error {
 		e.afterFree = true
 	}
 	e.cache(b)
+	if e.callerMarks && !e.deepMarked && (e.peakLive-e.live)*deepTroughShare >= e.peakLive {
+		e.deepMarked = true
+	}
 	e.mu.Unlock()
 	return nil
 }

@@ -23,9 +23,19 @@ import "math/bits"
 // looked at, the first repeat is 1 to 27 requests after the request it repeats (a layer after the
 // layer before it: gpt2-gradaccum at request 191, gpt2xl-full-ckpt at 49, llama7b-lora-ckpt-off at
 // 926, the BERT -> DistilBERT distillation loop at 368, inside the frozen teacher's forward pass).
-// On that loop it is a defect: the rest of the first iteration grows in deficit handles, which live
-// blocks of other sizes later share, and its minimum capacity is 1.0242 x peak active (the pool:
-// 1.011; with 2 MiB handles 1.0077). Measured with gmlake-bench replay --min-capacity --repeat 4 on
+// On that loop the rule alone was a defect: the rest of the first iteration grew in deficit
+// handles, which live blocks of other sizes later share, and its minimum capacity was 1.0242 x
+// peak active (the pool: 1.011; with 2 MiB handles 1.0077). So, marked, the rule also waits for a
+// free that leaves the live bytes a quarter or more below their peak (deepMarked, engine.go;
+// deepTroughShare, tunables.go): a micro-step of gradient accumulation frees its activations
+// before the next one repeats it; a teacher's layers repeat while the activations are held.
+// Measured with gmlake-bench replay --min-capacity --repeat 4 on the 42 traces (marked, the H200's
+// costs; 2026-12-07, release 0.5.9) against the rule without that wait: capacity within target on
+// 39 instead of 38, the distillation loop 1.0242 -> 1.0094 (its largest warm-up iteration 2.5 ->
+// 1.3 ms), the gradient-accumulation GPT-2 unchanged (1.0178), the mean 1.0056 -> 1.0053; the
+// largest steady and warm-up iterations within target on the same 40 and 40 (opt1.3b-lora-ckpt
+// 2.8 -> 1.6 ms steady and 9.8 -> 5.2 warm-up; llama7b-lora-ckpt-off's warm-up 10.0 -> 15.0
+// against 398); the other 38 traces unchanged; never marked, nothing changes. Measured with gmlake-bench replay --min-capacity --repeat 4 on
 // the 39 traces of the project (marked; 2026-12-07) and not taken: a repeat counted only when the
 // request it repeats came before the last growth fixes that loop (1.0094) but costs the
 // gradient-accumulation GPT-2 1.0063 -> 1.0111 and the warm-up target on 3 traces (gpt2xl-full-ckpt
