@@ -1051,6 +1051,72 @@ def electra_pretrain():
             "replaced-token detection, batch 32, lengths 64-512, 15% masked"), build, step
 
 
+def trocr_captions():
+    """Image-to-text (TrOCR-style): a ViT-B/16 encoder at 384x384 and a GPT-2 decoder with cross-attention."""
+    import torch
+    from transformers import GPT2Config, ViTConfig, VisionEncoderDecoderConfig, VisionEncoderDecoderModel
+
+    def build():
+        cfg = VisionEncoderDecoderConfig.from_encoder_decoder_configs(ViTConfig(image_size=384), GPT2Config())
+        cfg.decoder_start_token_id = cfg.pad_token_id = 50256
+        with torch.device("cuda"):
+            m = VisionEncoderDecoderModel(config=cfg)
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        b, n = rng.choice([16, 24, 32]), rng.randint(16, 128)
+        x = torch.randn(b, 3, 384, 384, device="cuda")
+        y = torch.randint(0, 50256, (b, n), device="cuda")
+        bf16_step(m, opt, lambda: m(pixel_values=x, labels=y).loss)
+
+    return ("Image-to-text encoder-decoder (TrOCR-style): ViT-B/16 encoder at 384x384, GPT-2 small decoder with "
+            "cross-attention, full FT, batch 16-32 and caption length 16-128 drawn per step"), build, step
+
+
+def switch_moe():
+    """Switch Transformer: an encoder-decoder whose feed-forward layers route each token to one of 8 experts."""
+    import torch
+    from transformers import SwitchTransformersConfig, SwitchTransformersForConditionalGeneration
+
+    def build():
+        cfg = SwitchTransformersConfig(num_experts=8, num_layers=6, num_decoder_layers=6, num_sparse_encoder_layers=2,
+                                       num_sparse_decoder_layers=2, decoder_start_token_id=0, pad_token_id=0)
+        with torch.device("cuda"):
+            m = SwitchTransformersForConditionalGeneration(cfg)
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        b, src, tgt = 16, rng.randint(64, 512), rng.randint(16, 128)
+        x = torch.randint(1, 32128, (b, src), device="cuda")
+        y = torch.randint(1, 32128, (b, tgt), device="cuda")
+        bf16_step(m, opt, lambda: m(input_ids=x, labels=y).loss)
+
+    return ("Switch Transformer (6+6 layers, hidden 768, every other feed-forward layer 8 experts with top-1 routing), "
+            "full FT, batch 16, source 64-512 and target 16-128 tokens drawn independently"), build, step
+
+
+def longformer_mlm():
+    """Longformer masked LM: sliding-window attention over long documents, length drawn per step."""
+    import torch
+    from transformers import LongformerConfig, LongformerForMaskedLM
+
+    def build():
+        cfg = LongformerConfig(attention_window=256, max_position_embeddings=4098)
+        with torch.device("cuda"):
+            m = LongformerForMaskedLM(cfg)
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        n = rng.choice([1024, 1536, 2048, 3072, 4096])
+        masked_lm_step(m, opt, 8192 // n, n, 1000, 30000, 4)
+
+    return ("Longformer-base masked LM (sliding-window attention, window 256), full FT, documents of 1024-4096 "
+            "tokens drawn per step with the batch scaled to 8192 tokens, 15% masked"), build, step
+
+
 WORKLOADS = {
     "t5base-encdec-full": t5_encdec,
     "mixtral-moe-full": mixtral_moe,
@@ -1087,6 +1153,9 @@ WORKLOADS = {
     "vitmae-pretrain-full": vitmae_pretrain,
     "segformer-segcrops-full": segformer_crops,
     "electra-rtd-full": electra_pretrain,
+    "trocr-captions-full": trocr_captions,
+    "switch-moe-full": switch_moe,
+    "longformer-mlm-full": longformer_mlm,
 }
 
 
