@@ -35,9 +35,10 @@ import "math/bits"
 // 1.3 ms), the gradient-accumulation GPT-2 unchanged (1.0178), the mean 1.0056 -> 1.0053; the
 // largest steady and warm-up iterations within target on the same 40 and 40 (opt1.3b-lora-ckpt
 // 2.8 -> 1.6 ms steady and 9.8 -> 5.2 warm-up; llama7b-lora-ckpt-off's warm-up 10.0 -> 15.0
-// against 398); the other 38 traces unchanged; never marked, nothing changes. Measured with gmlake-bench replay --min-capacity --repeat 4 on
-// the 39 traces of the project (marked; 2026-12-07) and not taken: a repeat counted only when the
-// request it repeats came before the last growth fixes that loop (1.0094) but costs the
+// against 398); the other 38 traces unchanged; never marked, nothing changes. Measured with
+// gmlake-bench replay --min-capacity --repeat 4 on the 39 traces of the project (marked;
+// 2026-12-07) and not taken: a repeat counted only when the request it repeats came before the
+// last growth fixes that loop (1.0094) but costs the
 // gradient-accumulation GPT-2 1.0063 -> 1.0111 and the warm-up target on 3 traces (gpt2xl-full-ckpt
 // 24.7 -> 107.8 ms, llama7b-lora-ckpt-off 42.7 -> 106.3, GPT-2 medium 18.4 -> 53.4); deficit
 // handles only once a memo is remembered (the rule then moves only the bytes ahead), the loop
