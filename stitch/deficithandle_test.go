@@ -23,6 +23,17 @@ func deficitHandle(capacity, reserved uint64, markedWhole bool) uint64 {
 	return min(bound, 1<<30) / g * g
 }
 
+// exactGrowthEngine is an engine with WithExactGrowth over a simulated device of capacity bytes
+// whose handle creations d logs, closed when the test ends.
+func exactGrowthEngine(t *testing.T, capacity uint64) (*stitch.Engine, *createLog) {
+	t.Helper()
+	d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
+	e, err := stitch.New(d, stitch.WithExactGrowth())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	return e, d
+}
+
 // growthOf allocates size bytes and returns the sizes of the handles that request created.
 func growthOf(t *testing.T, e *stitch.Engine, d *createLog, size uint64) []uint64 {
 	t.Helper()
@@ -65,10 +76,7 @@ func TestDeficitHandleOnceMarkedIterationSeen(t *testing.T) {
 		{"near the capacity", 64 * gib, 52 * gib, -1},     // under a fifth of it: smaller than 1/1024 of it
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := &createLog{Driver: sim.New(sim.WithCapacity(tc.capacity))}
-			e, err := stitch.New(d, stitch.WithExactGrowth())
-			require.NoError(t, err)
-			defer func() { require.NoError(t, e.Close()) }()
+			e, d := exactGrowthEngine(t, tc.capacity)
 
 			e.MarkIteration()
 			first := growthOf(t, e, d, tc.first)
@@ -107,10 +115,7 @@ func TestDeficitHandleOnceMarkedIterationSeen(t *testing.T) {
 func TestDeficitHandleNearCapacity(t *testing.T) {
 	const mib = uint64(1 << 20)
 	const capacity = 1024 * mib
-	d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
-	e, err := stitch.New(d, stitch.WithExactGrowth())
-	require.NoError(t, err)
-	defer func() { require.NoError(t, e.Close()) }()
+	e, d := exactGrowthEngine(t, capacity)
 	e.MarkIteration()
 	growthOf(t, e, d, 100*mib)
 	e.MarkIteration()
@@ -148,10 +153,7 @@ func TestDeficitHandleUnmarked(t *testing.T) {
 	step := []uint64{64 * mib, 32 * mib, 96 * mib}
 
 	t.Run("after a repeated loop", func(t *testing.T) {
-		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
-		e, err := stitch.New(d, stitch.WithExactGrowth())
-		require.NoError(t, err)
-		defer func() { require.NoError(t, e.Close()) }()
+		e, d := exactGrowthEngine(t, capacity)
 		for range 3 {
 			unmarkedStep(t, e, step...)
 		}
@@ -167,10 +169,7 @@ func TestDeficitHandleUnmarked(t *testing.T) {
 		// deficit takes handles of the marked rule: larger than 1/1024 of the headroom far from
 		// the capacity.
 		const capacity = 64 << 30
-		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
-		e, err := stitch.New(d, stitch.WithExactGrowth())
-		require.NoError(t, err)
-		defer func() { require.NoError(t, e.Close()) }()
+		e, d := exactGrowthEngine(t, capacity)
 		for range 40 {
 			unmarkedStep(t, e, step...)
 		}
@@ -186,11 +185,8 @@ func TestDeficitHandleUnmarked(t *testing.T) {
 		// iteration's forward pass, which the finder may take for iterations) leave the deficit's
 		// handles within 1/1024 of the headroom.
 		const capacity = 64 << 30
-		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
-		e, err := stitch.New(d, stitch.WithExactGrowth())
-		require.NoError(t, err)
-		defer func() { require.NoError(t, e.Close()) }()
-		_, err = e.Alloc(1024*mib, 0) // held throughout: the troughs lie at 1 GiB, the peak 1.2 GiB
+		e, d := exactGrowthEngine(t, capacity)
+		_, err := e.Alloc(1024*mib, 0) // held throughout: the troughs lie at 1 GiB, the peak 1.2 GiB
 		require.NoError(t, err)
 		for range 40 {
 			unmarkedStep(t, e, step...)
@@ -202,10 +198,7 @@ func TestDeficitHandleUnmarked(t *testing.T) {
 	})
 
 	t.Run("a repeat while the memory is built", func(t *testing.T) {
-		d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
-		e, err := stitch.New(d, stitch.WithExactGrowth())
-		require.NoError(t, err)
-		defer func() { require.NoError(t, e.Close()) }()
+		e, d := exactGrowthEngine(t, capacity)
 		// Twenty growths, each request held: the memory is built over 20 requests.
 		for i := range 20 {
 			_, err := e.Alloc(uint64(10+i)*mib, 0)
@@ -255,12 +248,9 @@ func TestDeficitHandleMarkedFirstIteration(t *testing.T) {
 func TestDeficitHandleMarkedRepeatsHeld(t *testing.T) {
 	const mib = uint64(1 << 20)
 	const capacity = 64 << 30
-	d := &createLog{Driver: sim.New(sim.WithCapacity(capacity))}
-	e, err := stitch.New(d, stitch.WithExactGrowth())
-	require.NoError(t, err)
-	defer func() { require.NoError(t, e.Close()) }()
+	e, d := exactGrowthEngine(t, capacity)
 	e.MarkIteration()
-	_, err = e.Alloc(1024*mib, 0) // held: the student's activations
+	_, err := e.Alloc(1024*mib, 0) // held: the student's activations
 	require.NoError(t, err)
 	for range 12 { // the teacher's layers: the same requests at the same live bytes
 		unmarkedStep(t, e, 64*mib, 32*mib)

@@ -16,12 +16,16 @@ func (e *Engine) Free(ptr uintptr, size uint64) error {
 		e.afterFree = true
 	}
 	e.cache(b)
-	if e.callerMarks && !e.deepMarked && (e.peakLive-e.live)*deepTroughShare >= e.peakLive {
+	if e.callerMarks && !e.deepMarked && e.belowPeakDeep() {
 		e.deepMarked = true
 	}
 	e.mu.Unlock()
 	return nil
 }
+
+// belowPeakDeep reports whether the live bytes lie 1/deepTroughShare or more below their peak: a
+// step's activations freed (deepMarked, deepFound).
+func (e *Engine) belowPeakDeep() bool { return (e.peakLive-e.live)*deepTroughShare >= e.peakLive }
 
 // rejectFree says why Free refuses ptr (b: the block at it, if any), counting the refusal. It is
 // kept out of Free so that the formatting's stack frame is not Free's: a free that succeeds

@@ -99,7 +99,7 @@ func (e *Engine) startFoundIteration() {
 	if e.finder.count == 1 {
 		e.finder.seen = e.seenIteration
 	}
-	if e.finder.count >= 2 && (e.peakLive-e.live)*deepTroughShare >= e.peakLive {
+	if e.finder.count >= 2 && e.belowPeakDeep() {
 		e.deepFound = true
 	}
 	e.startIteration()
