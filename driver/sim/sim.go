@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gmlake/gmlake/internal/btree"
 	"github.com/gmlake/gmlake/stitch"
 )
 
@@ -89,7 +90,10 @@ type mapping struct {
 type vrange struct {
 	base uintptr
 	size uint64
-	maps []mapping // sorted by off, disjoint
+	// maps: the range's mappings by their offset, disjoint. A B-tree, not a sorted slice: an
+	// engine's arena holds tens of thousands of handles, and a map or unmap in the middle of a
+	// slice moves every mapping after it.
+	maps btree.Map[mapping]
 }
 
 type event struct {
@@ -343,8 +347,8 @@ func (d *Driver) Free(addr uintptr, size uint64) error {
 	if r.size != size {
 		return fmt.Errorf("%w: free of %#x with size %d, reserved %d", ErrInvalid, addr, size, r.size)
 	}
-	if len(r.maps) > 0 {
-		return fmt.Errorf("%w: free of %#x with %d mappings", ErrBusy, addr, len(r.maps))
+	if r.maps.Len() > 0 {
+		return fmt.Errorf("%w: free of %#x with %d mappings", ErrBusy, addr, r.maps.Len())
 	}
 	d.ranges = append(d.ranges[:i], d.ranges[i+1:]...)
 	d.virtual -= size
@@ -396,34 +400,39 @@ func (d *Driver) Map(addr uintptr, size uint64, h stitch.PhysHandle, offset uint
 		// As cuMemMap: a handle is mapped whole, from its offset 0 (CUDA error 801 otherwise).
 		return fmt.Errorf("%w: map [%d, +%d) of a %d-byte handle: a handle maps only whole", ErrInvalid, offset, size, ph.size)
 	}
-	i := sort.Search(len(r.maps), func(i int) bool { return r.maps[i].off >= off })
-	if (i < len(r.maps) && r.maps[i].off < off+size) || (i > 0 && r.maps[i-1].off+r.maps[i-1].size > off) {
+	if c := r.maps.Floor(off + size - 1); c.Valid() && c.Value().off+c.Value().size > off {
 		return fmt.Errorf("%w: map [%#x, +%d)", ErrOverlap, addr, size)
 	}
-	r.maps = append(r.maps, mapping{})
-	copy(r.maps[i+1:], r.maps[i:])
-	r.maps[i] = mapping{off: off, size: size, h: h, hoff: offset}
+	r.maps.Insert(off, mapping{off: off, size: size, h: h, hoff: offset})
 	ph.mapped++
 	d.mappings++
 	return nil
 }
 
-// covered returns the indexes [lo, hi) of the mappings that exactly tile [off, off+size), or an error.
-func (r *vrange) covered(op string, off, size uint64) (int, int, error) {
-	lo := sort.Search(len(r.maps), func(i int) bool { return r.maps[i].off+r.maps[i].size > off })
+// covered returns the offsets of the mappings that exactly tile [off, off+size), or an error.
+func (r *vrange) covered(op string, off, size uint64) ([]uint64, error) {
+	var offs []uint64
 	at := off
-	hi := lo
-	for ; hi < len(r.maps) && at < off+size; hi++ {
-		m := r.maps[hi]
+	for c := r.maps.Get(off); c.Valid() && at < off+size; c = c.Next() {
+		m := c.Value()
 		if m.off != at {
 			break
 		}
+		offs = append(offs, m.off)
 		at += m.size
 	}
-	if at != off+size || hi == lo {
-		return 0, 0, fmt.Errorf("%w: %s [%#x, +%d) does not cover whole mappings", ErrNotMapped, op, r.base+uintptr(off), size)
+	if at != off+size || len(offs) == 0 {
+		return nil, fmt.Errorf("%w: %s [%#x, +%d) does not cover whole mappings", ErrNotMapped, op, r.base+uintptr(off), size)
 	}
-	return lo, hi, nil
+	return offs, nil
+}
+
+// first returns the cursor at the mapping that holds off or, if none does, the first after it.
+func (r *vrange) first(off uint64) btree.Cursor[mapping] {
+	if c := r.maps.Floor(off); c.Valid() && c.Value().off+c.Value().size > off {
+		return c
+	}
+	return r.maps.Ceil(off)
 }
 
 // Unmap implements stitch.Driver.
@@ -437,15 +446,15 @@ func (d *Driver) Unmap(addr uintptr, size uint64) error {
 	if err != nil {
 		return err
 	}
-	lo, hi, err := r.covered("unmap", off, size)
+	offs, err := r.covered("unmap", off, size)
 	if err != nil {
 		return err
 	}
-	for _, m := range r.maps[lo:hi] {
-		d.handles[m.h].mapped--
+	for _, o := range offs {
+		d.handles[r.maps.Get(o).Value().h].mapped--
+		r.maps.Delete(o)
 	}
-	d.mappings -= hi - lo
-	r.maps = append(r.maps[:lo], r.maps[hi:]...)
+	d.mappings -= len(offs)
 	return nil
 }
 
@@ -462,11 +471,8 @@ func (d *Driver) SetAccess(addr uintptr, size uint64) error {
 	}
 	// Access may be set over part of a mapping, so check coverage byte-range-wise.
 	at := off
-	for i := range r.maps {
-		m := &r.maps[i]
-		if m.off+m.size <= at || m.off >= off+size {
-			continue
-		}
+	for c := r.first(off); c.Valid() && at < off+size; c = c.Next() {
+		m := c.Value()
 		if m.off > at {
 			break
 		}
@@ -490,17 +496,12 @@ func (d *Driver) Accessible(addr uintptr, size uint64) bool {
 	r := d.ranges[i]
 	off := uint64(addr - r.base)
 	at := off
-	for _, m := range r.maps {
-		if m.off+m.size <= at {
-			continue
-		}
+	for c := r.first(off); c.Valid() && at < off+size; c = c.Next() {
+		m := c.Value()
 		if m.off > at || !m.access {
 			return false
 		}
 		at = m.off + m.size
-		if at >= off+size {
-			return true
-		}
 	}
 	return at >= off+size
 }
@@ -610,9 +611,8 @@ func (d *Driver) Resolve(addr uintptr, size uint64) ([]PhysRange, error) {
 	}
 	var out []PhysRange
 	at := off
-	j := sort.Search(len(r.maps), func(j int) bool { return r.maps[j].off+r.maps[j].size > off })
-	for ; j < len(r.maps) && at < end; j++ {
-		m := r.maps[j]
+	for c := r.first(off); c.Valid() && at < end; c = c.Next() {
+		m := c.Value()
 		if m.off > at || !m.access {
 			break
 		}
