@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -248,4 +249,48 @@ func TestDelayedEventCompletesEarlierOnes(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, []sim.EventState{{first, 3, true}, {second, 3, true}}, d.Events())
+}
+
+// TestManyMappings maps a range's handles in a shuffled order, sets access on parts, unmaps every
+// other one, and checks each step against the plain answer: which slots are mapped, with access,
+// and to which handle (the B-tree of mappings, and the walks that start mid-range).
+func TestManyMappings(t *testing.T) {
+	const n = 3000 // past one B-tree leaf many times over
+	d := sim.New()
+	base, err := d.Reserve(n * g)
+	require.NoError(t, err)
+	hs := make([]stitch.PhysHandle, n)
+	for i := range hs {
+		hs[i], err = d.Create(g)
+		require.NoError(t, err)
+	}
+	order := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	for _, i := range order {
+		require.NoError(t, d.Map(base+uintptr(i)*g, g, hs[i], 0))
+	}
+	assert.ErrorIs(t, d.Map(base+g, g, hs[0], 0), sim.ErrOverlap)
+	require.NoError(t, d.SetAccess(base+100*g, 200*g))
+	assert.True(t, d.Accessible(base+100*g, 200*g))
+	assert.False(t, d.Accessible(base+99*g, 2*g), "slot 99 has no access")
+	assert.False(t, d.Accessible(base+299*g, 2*g), "slot 300 has no access")
+	got, err := d.Resolve(base+150*g+5, g)
+	require.NoError(t, err)
+	assert.Equal(t, []sim.PhysRange{{Handle: hs[150], Offset: 5, Size: g - 5}, {Handle: hs[151], Offset: 0, Size: 5}}, got)
+
+	for i := 0; i < n; i += 2 {
+		require.NoError(t, d.Unmap(base+uintptr(i)*g, g))
+	}
+	assert.Equal(t, n/2, d.Live().Mappings)
+	assert.False(t, d.Accessible(base+150*g, g), "unmapped")
+	assert.True(t, d.Accessible(base+151*g, g))
+	assert.ErrorIs(t, d.SetAccess(base+500*g, 3*g), sim.ErrNotMapped, "slot 500 is unmapped")
+	assert.ErrorIs(t, d.Unmap(base+1*g, 2*g), sim.ErrNotMapped, "slot 2 is unmapped")
+	for i := 1; i < n; i += 2 {
+		require.NoError(t, d.Unmap(base+uintptr(i)*g, g))
+	}
+	require.NoError(t, d.Free(base, n*g))
+	for _, h := range hs {
+		require.NoError(t, d.Release(h))
+	}
+	assert.Equal(t, sim.Live{}, d.Live())
 }
