@@ -102,7 +102,7 @@ bench:
 		$(wildcard $(TRACES)/*.trace.gz $(TRACES)/*.pickle.gz)
 	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet --jobs $(BENCH_JOBS) \
 		--allocators gmlake,gmlake-unmarked,gorgonia,caching --handle-size 2MiB --markdown results/bench/RESULTS-heldout.md \
-		--steps $(HELDOUT)/pytorch-steps.jsonl $(HELDOUT)/*.trace.gz
+		--anchors testdata/pytorch-anchors.jsonl --steps $(HELDOUT)/pytorch-steps.jsonl $(HELDOUT)/*.trace.gz
 	$(GO) run ./bench/cmd/gmlake-bench replay --min-capacity --repeat 4 --quiet --jobs $(BENCH_JOBS) \
 		--allocators gmlake,gmlake-unmarked,gorgonia,caching --handle-size 2MiB --markdown results/bench/RESULTS-own.md \
 		$(OWN_TRACES)

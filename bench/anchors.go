@@ -2,12 +2,16 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/gmlake/gmlake/internal/units"
 )
 
 // Anchor is one line of ../shared/traces/pytorch-anchors.jsonl: PyTorch's own allocator measured on
@@ -20,6 +24,25 @@ type Anchor struct {
 	Fragmentation      float64 `json:"fragmentation"`
 	MinCapacity        uint64  `json:"min_capacity"`
 	CapacityOverActive float64 `json:"capacity_over_active"`
+	// Device is the GPU the figures were measured on and Step the resolution of the capacity
+	// bisection (scripts/pytorch-anchors.py writes both); ../shared/traces/pytorch-anchors.jsonl
+	// has neither: an H200, 256 MiB (its README).
+	Device string `json:"device,omitempty"`
+	Step   uint64 `json:"step,omitempty"`
+}
+
+// AnchorSource says where anchors were measured and to what step their capacities were bisected,
+// for a report: the devices the anchors name (an H200 where they name none) and the coarsest step
+// (256 MiB where one names none).
+func AnchorSource(anchors []Anchor) (devices []string, step uint64) {
+	for _, a := range anchors {
+		d := cmp.Or(a.Device, "an H200")
+		if !slices.Contains(devices, d) {
+			devices = append(devices, d)
+		}
+		step = max(step, cmp.Or(a.Step, 256*units.MiB))
+	}
+	return devices, step
 }
 
 // ReadAnchors reads a JSON-lines file of anchors.

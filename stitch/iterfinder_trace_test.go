@@ -33,17 +33,17 @@ func findIterations(tr *trace.Trace) (found, markers []uint64) {
 }
 
 // TestIterFinderOnRecordedTraces: over every PyTorch training trace the project has (the shared
-// ones, the held-out families, and those recorded to judge the finder and releases 0.5.1 and
-// 0.5.8: testdata/heldout-finder, testdata/heldout-0.5.1, testdata/heldout-0.5.8),
-// the finder finds the beginning of every iteration from the fourth on, where the trace marks it,
+// ones, the held-out families, and those recorded to judge the finder and releases 0.5.1, 0.5.8
+// and 0.5.9: testdata/heldout-finder, testdata/heldout-0.5.1, testdata/heldout-0.5.8,
+// testdata/heldout-0.5.9), the finder finds the beginning of every iteration from the fourth on, where the trace marks it,
 // and takes no request inside an iteration from the second on for one.
 func TestIterFinderOnRecordedTraces(t *testing.T) {
 	var paths []string
-	for _, dir := range []string{"heldout", "heldout-finder", "heldout-0.5.1", "heldout-0.5.8"} {
+	for _, dir := range []string{"heldout", "heldout-finder", "heldout-0.5.1", "heldout-0.5.8", "heldout-0.5.9"} {
 		p, _ := filepath.Glob(filepath.Join("..", "testdata", dir, "*.trace.gz"))
 		paths = append(paths, p...)
 	}
-	require.Len(t, paths, 29)
+	require.Len(t, paths, 32)
 	if dir := tracetest.DirOrEmpty(); dir != "" {
 		p, _ := filepath.Glob(filepath.Join(dir, "*.trace.gz"))
 		paths = append(paths, p...)

@@ -39,15 +39,18 @@ func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, 
 	fmt.Fprintf(&b, "Written by `make bench` (`gmlake-bench replay %s --markdown ...`) on %s, host %s (%s/%s, %d CPUs). ",
 		flags, time.Now().UTC().Format("2006-01-02 15:04 MST"), host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	b.WriteString("Our allocators run on simulated devices (accounting only)")
+	pytorchStep := "256 MiB"
 	if len(anchors) > 0 {
-		b.WriteString("; the `pytorch-*` rows are PyTorch's own allocator measured on an H200 (`pytorch-anchors.jsonl`)")
+		devices, step := bench.AnchorSource(anchors)
+		pytorchStep = units.FormatBytes(step)
+		fmt.Fprintf(&b, "; the `pytorch-*` rows are PyTorch's own allocator measured on %s (`pytorch-anchors.jsonl`)", strings.Join(devices, ", "))
 	}
 	b.WriteString(".\n\n")
 	b.WriteString("- **peak active**: peak of requested live bytes, the denominator for every one of our allocators. PyTorch's " +
 		"rows use its own `active_bytes` (block sizes after rounding), so compare PyTorch to us in bytes, not ratios.\n")
 	b.WriteString("- **fragmentation** = 1 - peak active / peak reserved, with no capacity limit. For `gorgonia` reserved " +
 		"is the high-water mark of its fixed arena (the smallest arena that runs the trace identically).\n")
-	b.WriteString("- **min capacity**: smallest capacity (bisected to 2 MiB; PyTorch's to 256 MiB) under which the whole trace " +
+	b.WriteString("- **min capacity**: smallest capacity (bisected to 2 MiB; PyTorch's to " + pytorchStep + ") under which the whole trace " +
 		"replays without out-of-memory, and above which 16 capacities over the next 2% of peak active replay too (ours; " +
 		"fitting is not monotone in capacity for every allocator); **cap/active** = min capacity / peak active.\n")
 	fmt.Fprintf(&b, "- **driver calls per iteration**: device calls between `i N` markers; warm-up = iterations 0-%d, "+
