@@ -43,6 +43,9 @@ func writeMarkdown(w io.Writer, reports []bench.Report, anchors []bench.Anchor, 
 	if len(anchors) > 0 {
 		devices, step := bench.AnchorSource(anchors)
 		pytorchStep = units.FormatBytes(step)
+		if step%units.MiB == 0 {
+			pytorchStep = fmt.Sprintf("%d MiB", step/units.MiB)
+		}
 		fmt.Fprintf(&b, "; the `pytorch-*` rows are PyTorch's own allocator measured on %s (`pytorch-anchors.jsonl`)", strings.Join(devices, ", "))
 	}
 	b.WriteString(".\n\n")
