@@ -409,22 +409,22 @@ func (d *Driver) Map(addr uintptr, size uint64, h stitch.PhysHandle, offset uint
 	return nil
 }
 
-// covered returns the offsets of the mappings that exactly tile [off, off+size), or an error.
-func (r *vrange) covered(op string, off, size uint64) ([]uint64, error) {
-	var offs []uint64
+// covered returns the mappings that exactly tile [off, off+size), or an error.
+func (r *vrange) covered(op string, off, size uint64) ([]mapping, error) {
+	var ms []mapping
 	at := off
 	for c := r.maps.Get(off); c.Valid() && at < off+size; c = c.Next() {
 		m := c.Value()
 		if m.off != at {
 			break
 		}
-		offs = append(offs, m.off)
+		ms = append(ms, *m)
 		at += m.size
 	}
-	if at != off+size || len(offs) == 0 {
+	if at != off+size || len(ms) == 0 {
 		return nil, fmt.Errorf("%w: %s [%#x, +%d) does not cover whole mappings", ErrNotMapped, op, r.base+uintptr(off), size)
 	}
-	return offs, nil
+	return ms, nil
 }
 
 // first returns the cursor at the mapping that holds off or, if none does, the first after it.
@@ -446,15 +446,15 @@ func (d *Driver) Unmap(addr uintptr, size uint64) error {
 	if err != nil {
 		return err
 	}
-	offs, err := r.covered("unmap", off, size)
+	ms, err := r.covered("unmap", off, size)
 	if err != nil {
 		return err
 	}
-	for _, o := range offs {
-		d.handles[r.maps.Get(o).Value().h].mapped--
-		r.maps.Delete(o)
+	for _, m := range ms {
+		d.handles[m.h].mapped--
+		r.maps.Delete(m.off)
 	}
-	d.mappings -= len(offs)
+	d.mappings -= len(ms)
 	return nil
 }
 
