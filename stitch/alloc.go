@@ -133,8 +133,7 @@ func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, err
 		b.list = l // the list it is cached in when freed, looked up already
 	}
 	if !b.indexed { // a re-carved block is indexed already (recarve)
-		e.blocks.Put(uint64(b.ptr), b)
-		b.indexed = true
+		e.index(b)
 	}
 	e.markLive(b, size)
 	e.outcomes[out]++
@@ -208,113 +207,6 @@ func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
 		e.rememberLargeHome(b)
 	}
 	return b, out, err
-}
-
-// carveLowest takes r bytes from the start of the lowest loose range that holds them.
-func (e *Engine) carveLowest(r uint64) *block {
-	pos, ok := e.lowestFit(r)
-	if !ok {
-		return nil
-	}
-	return e.carveAt(pos, r)
-}
-
-// lowestFit returns the first byte of the lowest loose range that holds r bytes.
-func (e *Engine) lowestFit(r uint64) (uint64, bool) {
-	var sp span
-	ok := false
-	e.loose.byAddr.walk(func(s span) bool {
-		if s.size() >= r {
-			sp, ok = s, true
-			return false
-		}
-		return true
-	})
-	return sp.start, ok
-}
-
-// carveLarge takes r bytes from the best-fitting loose range (looseFit).
-func (e *Engine) carveLarge(r uint64) *block {
-	pos, ok := e.looseFit(r)
-	if !ok {
-		return nil
-	}
-	return e.carveAt(pos, r)
-}
-
-// looseFit returns where in the best-fitting loose range r bytes go (placement).
-func (e *Engine) looseFit(r uint64) (uint64, bool) {
-	sp, ok := e.loose.bestFit(r)
-	if !ok {
-		return 0, false
-	}
-	return e.placement(sp, r), true
-}
-
-// carveAt makes the loose bytes [pos, pos+r) a primitive block.
-func (e *Engine) carveAt(pos, r uint64) *block {
-	if !e.loose.take(pos, pos+r) {
-		panic("stitch: carving bytes that are not loose")
-	}
-	return e.primitiveAt(pos, r)
-}
-
-// primitiveAt makes the arena bytes [pos, pos+r), in no free set and owned by no block, a
-// primitive block.
-func (e *Engine) primitiveAt(pos, r uint64) *block {
-	b := e.newBlock()
-	b.kind, b.pos, b.size, b.ptr = primitive, pos, r, e.addressOf(home{off: pos})
-	b.first = b.firstByte()
-	e.owners.insertWith(span{start: pos, end: pos + r}, b)
-	return b
-}
-
-// placement chooses where in free range sp a block of r bytes goes: at its start or at its end,
-// whichever leaves the free remainder fewer bytes that a stitch could not use. (Ending the block on
-// a chunk boundary inside the range was tried too; on the shared traces it never won.) Measured at
-// release 0.5.6 and not taken: the range chosen among the best fit and the next 8 or 64 by size
-// as the one whose placement leaves the fewest free bytes in handles that were wholly free and
-// that the block now pins (the distillation loop's binding request finds 203 MB free inside
-// 3-chunk handles that 1.1 MiB blocks pin): that loop 1.0242 -> 1.0184 × its peak, R3D-18 1.0154
-// -> 1.0104, but capacity worse on 18 and 21 of the 39 traces and better on 11 and 9 (gmlake-bench
-// replay --min-capacity, marked): where a block pins a handle is decided when it is placed, but
-// what the pin strands is decided by the frees that come after.
-func (e *Engine) placement(sp span, r uint64) uint64 {
-	pos := sp.start
-	loss := e.partialLoss(span{start: sp.start + r, end: sp.end})
-	if e.partialLoss(span{start: sp.start, end: sp.end - r}) < loss {
-		pos = sp.end - r
-	}
-	return pos
-}
-
-// partialLoss is how many bytes of free range s a stitch could not use if s were one of its middle
-// pieces: the parts of s in handles it shares with other ranges.
-func (e *Engine) partialLoss(s span) uint64 {
-	if s.size() == 0 {
-		return 0
-	}
-	lo, hi := e.wholeHandles(s)
-	if lo > hi {
-		return s.size()
-	}
-	return lo - s.start + s.end - hi
-}
-
-// setLive marks b live or cached, keeping its view's count of live bytes and the room index.
-func (e *Engine) setLive(b *block, live bool) {
-	if b.live == live {
-		return
-	}
-	if b.kind == stitched {
-		if live {
-			b.view.inUse += b.size
-		} else {
-			b.view.inUse -= b.size
-		}
-	}
-	e.roomChanged(b)
-	b.live = live
 }
 
 // outOfMemory describes why r bytes cannot be had; cause is the refusal.

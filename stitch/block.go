@@ -192,18 +192,37 @@ func (a *ageList) unlink(b *block) {
 // (the exact-match path), so it is an intmap.Map rather than a Go map.
 type sizeLists = intmap.Map[*freeList]
 
-func (e *Engine) newBlock() *block {
-	e.serials++
-	if b := e.spare; b != nil {
-		e.spare = b.next
+func (l *layout) newBlock() *block {
+	l.serials++
+	if b := l.spare; b != nil {
+		l.spare = b.next
 		b.next = nil
-		b.serial = e.serials
+		b.serial = l.serials
 		return b
 	}
-	return &block{serial: e.serials}
+	return &block{serial: l.serials}
 }
 
-func (e *Engine) recycle(b *block) {
-	*b = block{next: e.spare}
-	e.spare = b
+func (l *layout) recycle(b *block) {
+	*b = block{next: l.spare}
+	l.spare = b
 }
+
+// addressOf is the pointer of a block at place h: Alloc returns it, and layout.blocks is keyed
+// by it (primitiveAt, windowBlock).
+func (l *layout) addressOf(h home) uintptr {
+	if h.v == nil {
+		return l.arenaBase + uintptr(h.off)
+	}
+	return h.v.base + uintptr(h.v.head+h.off)
+}
+
+// index names block b in the pointer index (blocks): allocSlow, for a block not named there yet
+// (a re-carved block keeps its name: recarve).
+func (l *layout) index(b *block) {
+	l.blocks.Put(uint64(b.ptr), b)
+	b.indexed = true
+}
+
+// unindex takes block b out of the pointer index: flush, dissolveInto.
+func (l *layout) unindex(b *block) { l.blocks.Delete(uint64(b.ptr)) }

@@ -45,7 +45,7 @@ var largeChain = [...]chainStep{
 	{room: (*Engine).payShapeFlushStep},                                  // a new shape after a dominating iteration: the large cache flushed (dominate.go)
 	{propose: (*Engine).proposeHome},                                     // unmarked: where a block of this size lay, flushing the fewest cached bytes (homes.go)
 	{propose: (*Engine).proposeLoose},                                    // the best-fitting loose range
-	{propose: (*Engine).proposeViewMatch},                                // unmarked: a view of about this size whose window no live block uses (view.go)
+	{propose: (*Engine).proposeViewMatch},                                // unmarked: a view of about this size whose window no live block uses (homes.go)
 	{propose: (*Engine).proposeViewWindow},                               // a run of loose bytes in a view
 	{room: (*Engine).flushForNewShape, propose: (*Engine).proposeLowest}, // a new shape: from coalesced memory, first fit (shape.go)
 	{propose: (*Engine).proposeIdle},                                     // the idle window that flushes the fewest cached bytes (idle.go)

@@ -12,7 +12,7 @@
 // request and as many requests since the last growth as before it), what a growth lacks is a new
 // peak's excess and is made as one handle, within 1/1024 of that headroom (deficitUnit), so that
 // a new peak costs a few VMM calls; such a growth also makes, ahead of the iteration's next
-// requests, as much as the iteration has grown so far, within the same bound (peakAhead, arena.go),
+// requests, as much as the iteration has grown so far, within the same bound (peakAhead, growth.go),
 // so that a new peak of many requests grows in a few ever larger handles rather than one per
 // request. Once a whole iteration is known (the caller has marked one; never marked, the
 // iteration finder has found one beginning where the live bytes lie a quarter or more below their
@@ -21,7 +21,7 @@
 // capacity and smaller near it. In the job's first iteration, before that (the caller's first
 // marked iteration; never marked, once frees come at a training loop's rate, unmarkedTraining),
 // far from the capacity a growth makes at least 1/128 of the headroom but no more than the memory
-// held (firstAhead, arena.go), so that the job's memory is built in a few growths rather than one
+// held (firstAhead, growth.go), so that the job's memory is built in a few growths rather than one
 // per request (WithExactGrowth turns it off). Until an iteration is seen (the setup and the first
 // iteration, marked or not) a handle may hold the headroom times its own share of 128 TiB where
 // that is more and no more than the memory held (firstHandleBytes: 128 MiB handles on an H200, the
@@ -44,7 +44,7 @@
 // handle per block, costs a Create per part, an Unmap, a Release (per byte: 0.57 ms per GiB on an
 // H200) and a Map per part at every carve, and measured on the 39 traces it costs far more driver
 // time than the cheaper stitches save (tunables.go, "Handles re-cut to the blocks"); the engine
-// sizes handles when it grows instead (handles.go).
+// sizes handles when it grows instead (growth.go).
 //
 // # Blocks, views, and the three places a free byte can be
 //
@@ -83,14 +83,21 @@
 // owner index maps arena ranges to the large blocks holding them. The address indexes are B+ trees
 // of wide nodes and the size indexes treaps (tree.go says why).
 //
-// # The layout core
+// # Two layers: the layout core and the policy
 //
-// Who owns each byte, and who may change it, is written where the data is: the Engine's fields
-// (engine.go) grouped by what they own (handles and the arena, the free set, blocks and the owner
-// index, streams, views, pages, memos, homes and contexts, statistics), and the block and view
-// types (block.go, view.go), field by field, each with the functions that write it and the rule of
-// Check that covers it. Every constant that steers the policy is in tunables.go, with what it
-// steers and what it was measured to win.
+// The Engine embeds its layout core (layout.go): the handles and the arena, the free set, the
+// blocks and the owner index, the room index, views and pages. The layout's methods are the only
+// code that carves a block (carve.go), grows or releases a handle (arena.go), maps or unmaps a
+// view (view.go), lends a page (small.go) or moves a byte between these; they read nothing of the
+// policy, which the compiler holds them to: a method of the layout has no way to reach the
+// Engine's own fields. Its rules of Check are in layoutcheck.go. The Engine's own fields are the
+// policy: the free lists of cached blocks (free.go), streams and events (streams.go), the growth
+// rules (growth.go), the memos, homes, contexts and the iteration finder, and the placement chain
+// (chain.go) that reads them to choose which place the layout takes. Who owns each byte, and who
+// may change it, is written where the data is, field by field (layout.go, engine.go, block.go,
+// view.go), each with the functions that write it and the rule of Check that covers it. Every
+// constant that steers the policy is in tunables.go, with what it steers and what it was measured
+// to win.
 //
 // # Allocation: the placement chain
 //

@@ -1,9 +1,7 @@
 package stitch
 
 import (
-	"fmt"
 	"log/slog"
-	"math/bits"
 	"sync"
 
 	"github.com/gmlake/gmlake/internal/intmap"
@@ -11,13 +9,15 @@ import (
 
 // Engine is the stitching allocator. Make one with New; it is safe for concurrent use.
 //
-// The layout core: every byte the engine holds is owned by exactly one of the structures below,
-// grouped by what they own. Each field says what it holds, which functions write it (New, Close
-// and Reset aside, which set or clear everything) and which rule of Check covers it (check.go:
-// checkFreeSet, checkBlocks, checkPhysical, checkViews, checkPages, checkRoom, checkMemos,
-// checkStitchable). A field that Check does not cover is a hint or a statistic: every place taken
-// from a hint is tested free before it is used (placeFree, homeCost), so a stale hint costs a
-// search, never a byte.
+// The engine is two layers. The layout core (layout, embedded below; layout.go) says who owns each
+// byte: handles and the arena, the free set, blocks, views and pages; its methods carve, map,
+// grow and give back, and read nothing of the policy. The fields here are the policy above it:
+// the free lists of cached blocks, streams, the memos of past iterations, homes, contexts, the
+// iteration finder and the rules of growth that read them. Each field says what it holds, which
+// functions write it (New, Close and Reset aside, which set or clear everything) and which rule
+// of Check covers it (check.go: checkBlocks, checkMemos, and the layout's rules). A field that
+// Check does not cover is a hint or a statistic: every place taken from a hint is tested free
+// before it is used (placeFree, homeCost), so a stale hint costs a search, never a byte.
 type Engine struct {
 	mu sync.Mutex // guards every field below; held for the whole of each exported call
 
@@ -25,7 +25,8 @@ type Engine struct {
 	// cache lines: on a GPU host the work between two requests (kernel launches, the framework's
 	// own code) evicts the engine from the caches, and each line a request touches is a miss
 	// (TestEngineHotFieldsTogether). Those written on every call come first, on the mutex's line
-	// and the next. Each belongs to a group below, named beside it.
+	// and the next; the layout's own (capacity, blocks, roomQueue) open the layout, which follows
+	// them. Each belongs to a group below, named beside it.
 	//
 	// Memos (below): iterOrd, requests since the last mark, this one included. Contexts (below):
 	// ctxRing, the last contextWindow requests' parts (stepContext); ctxNext, requests so far: the
@@ -55,49 +56,25 @@ type Engine struct {
 	// counts and links).
 	hotStream Stream
 	hotLists  sizeLists
-	capacity  uint64 // physical bytes the engine may create (handles)
 	slowPaths uint64 // requests that missed the exact path (allocSlow): the clock of event polls (streams)
-	// blocks: every live and cached block handed out by Alloc, by pointer (not pages): allocSlow
-	// adds, flush removes. Check: checkBlocks (pointer, size, kind; live bytes), checkPhysical.
-	blocks intmap.Map[*block]
 	// largeAge, smallAge: the cached blocks of each pool in order of free, the set flushing walks:
 	// cache pushes; reuse and flush unlink. Check: checkBlocks (every cached block in exactly one,
 	// the right one; counts).
 	largeAge ageList
 	smallAge ageList
-	// roomQueue: blocks whose liveness changed since the room index was brought up to date (the
-	// room group, below).
-	roomQueue []*block
 	// Memos (below): memoCur, where the current iteration's large requests went; iter, where the
 	// iteration stands against the memos.
 	memoCur []memoEntry
 	iter    memoState
 
-	drv counted // the driver, with its calls counted (calls.go)
-	log *slog.Logger
+	layout
 
-	// Handles and the arena (arena.go). Physical memory is handles (driver allocations), each
-	// mapped whole at consecutive slots of the arena, one virtual range reserved at New.
-	g         uint64  // driver granularity: the size of a slot (a chunk)
-	pageSize  uint64  // bytes of a small-pool page
-	arenaBase uintptr // the arena's address: a primitive block's pointer is arenaBase + its offset
-	arenaSize uint64  // bytes of the arena, capacity rounded to G; 0 once closed
-	// slots: one per chunk of the arena: the handle and offset in it of the chunk there, and how
-	// many views map it. Written by grow, releaseAlloc, blockSlots (handles), mapView, unmapView,
-	// dropRange (view counts). Check: checkPhysical (each present slot matches its allocation;
-	// blocked slots have an orphan), checkViews (view counts).
-	slots []slot
-	holes int // slots below len(slots) holding no chunk: grow, releaseAlloc, blockSlots. Check: checkPhysical
-	// holeFrom: no slot below it is a hole grow may fill; where grow's search for holes starts:
-	// grow raises it, releaseAlloc and blockSlots lower it. Check: checkPhysical.
-	holeFrom uint64
-	// allocs: every live handle, by handle: grow, releaseAlloc. Check: checkPhysical.
-	allocs       map[PhysHandle]*physAlloc
-	reserved     uint64 // bytes of present chunks: grow, releaseAlloc. Check: checkPhysical
-	peakReserved uint64 // most reserved ever: grow. Check: checkPhysical (reserved ≤ peak)
-	grownIter    uint64 // bytes created since the iteration began (growthExtra, peakAhead): growDeficit, startIteration
+	otherLists map[Stream]*sizeLists // the free lists of the other streams (see hotLists)
+
+	// Growth (growth.go): how the rules that size a growth read the job so far.
+	grownIter uint64 // bytes created since the iteration began (growthExtra, peakAhead): growDeficit, startIteration
 	// seenIteration: the engine has seen a whole iteration of the job, so that what a growth
-	// lacks is a new peak's excess and is created as one handle (deficitUnit, handles.go). Set
+	// lacks is a new peak's excess and is created as one handle (deficitUnit, growth.go). Set
 	// once, never cleared (but for the caller's first mark, which restores what it was at the
 	// finder's first boundary): by startIteration (a mark, the caller's or the finder's) when it
 	// remembers the first memo; and before that, marked or not, by grow when a large request has
@@ -128,66 +105,10 @@ type Engine struct {
 	// lies near the peak so far. Set once, by startFoundIteration, never cleared; deficitBytes
 	// reads it. A hint: not checked.
 	deepFound bool
-	// orphans: driver objects an error left that the engine could not give back (undoRun,
-	// releaseAlloc, dropRange, unmapView, destroyEvent add; retryOrphans, Close retry). Check:
-	// checkPhysical (blocked slots), checkViews (the chunks an orphaned view range maps).
-	orphans     []orphan
-	orphanBytes uint64 // physical bytes the driver holds that the engine could not give back
-	orphanVirt  uint64 // the same for virtual ranges
-
-	// The free set (freeset.go): loose arena ranges, coalesced, by address and by size. Every
-	// present byte is loose, or owned by one large block (live, cached, or a page). Taken by
-	// carveAt and takeView; given back by releaseLarge and grow; releaseAlloc takes a handle's bytes out
-	// with the handle. Check: checkFreeSet("loose"), checkPhysical (loose ranges and
-	// blocks tile the present chunks exactly).
-	loose *freeSet
-	// stitchable: what a stitch over every loose range reaches (stitchable.go), kept as the loose
-	// set's size index changes (looseChanged). Check: checkStitchable.
-	stitchable stitchable
-
-	// Blocks and the owner index (block.go, free.go).
-	// owners: the arena ranges of every large block (live, cached, pages; a stitched block one
-	// range per piece), by address: carveAt and takeView insert, releaseLarge removes. Check:
-	// checkPhysical (it names exactly the blocks' ranges).
-	owners tree
-	// room: the offsets no live large block owns, coalesced (room.go): occupy and vacate, from
-	// syncRoom and releaseLarge. roomQueue (in the first group): blocks whose liveness changed
-	// since (roomChanged appends, syncRoom empties). roomSerial: serials when syncRoom last ran (a
-	// queued block of a later serial is new to the bounds). roomHint: the last room roomLoosened
-	// found whose bound is 0, valid while the room index has not changed since (freeSet.changes).
-	// Check: checkRoom.
-	room       *freeSet
-	roomSerial uint64
-	roomHint   roomHint
-	// blocks, largeAge, smallAge and the hot stream's free lists are in the first group.
-	otherLists map[Stream]*sizeLists // the free lists of the other streams (see hotLists)
-	spare      *block                // recycled block structs, linked through next: newBlock, recycle
-	serials    uint64                // block serials handed out: newBlock
-
 	// Streams and events (streams.go). With one stream nothing here is used (multiStream, epoch
 	// and slowPaths are in the first group).
 	clocks     map[Stream]*streamClock // per stream: frees numbered and events pending (cache, poll, synchronize)
 	clockOrder []Stream                // the streams of clocks in the order they were first used (clockFor)
-
-	// Views (view.go): stitched virtual ranges mapping whole handles. mapView adds, unmapView
-	// removes (marking the view gone); takeView moves a view to the newest end of the list.
-	// Check: checkViews (each view's pieces, chunks, slot counts; the list holds every view once;
-	// viewBytes), checkPhysical (users, held and inUse against the blocks using each view).
-	views      map[uintptr]*view // by base address
-	viewBytes  uint64            // virtual bytes of every view
-	viewOldest *view             // every view, least recently used first: viewPush, viewUnlink
-	viewNewest *view
-	// viewsReleased counts the views whose virtual ranges were given back: unmapView. Not checked.
-	viewsReleased uint64
-
-	// Pages: the small pool (small.go). A page is a large block lent to the pool; small blocks
-	// are carved from it. addPage adds, releaseEmptyPages gives empty ones back. smallFree: the
-	// pages' free ranges, tagged with the page's id so they never coalesce across pages: addPage,
-	// carveSmall, flushSmall, releaseEmptyPages. Check: checkPages (small blocks and free ranges
-	// tile every page; used counts), checkFreeSet("small free").
-	pages      map[uint64]*page
-	smallFree  *freeSet
-	nextPageID uint64 // the last page id given: addPage
 
 	// Memos, homes and contexts: where earlier requests went, for the placement chain (alloc.go).
 	// homes: places where blocks of each size lay, least recently used first (homes.go):
@@ -215,15 +136,16 @@ type Engine struct {
 	repeatSeen bool
 	contexts   intmap.Map[contextPlace]
 	// awaySpans: the places new pages keep away from (rememberedSpans, pageaway.go), kept while
-	// awayValid; forgetAway drops them when the memos, the contexts or the views change. Not
-	// checked (TestRememberedSpansKept compares them with a fresh computation).
-	awaySpans []span
-	awayValid bool
+	// awayValid and no view has been released since (awayReleased: viewsReleased then);
+	// forgetAway drops them when the memos or the contexts change. Not checked
+	// (TestRememberedSpansKept compares them with a fresh computation).
+	awaySpans    []span
+	awayValid    bool
+	awayReleased uint64
 
 	// Scratch buffers, kept for reuse: each holds nothing between the calls that use it.
 	flushBuf  []*block         // flushUnder, matchView
 	flushHeap []flushCandidate // flushUntil's heap
-	candBuf   []candidate      // planFrom
 	looseBuf  []span           // loose ranges in address order, for idleRunsIn
 	segBuf    []idleSeg        // segments of an idle run, for findIdle and idlePlan
 	runBuf    []span           // idle runs gathered by idlePlan
@@ -249,56 +171,12 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 			return nil, err
 		}
 	}
-	e := &Engine{cfg: c, drv: counted{d: d}, log: c.logger}
-	e.g = d.Granularity()
-	if e.g == 0 || bits.OnesCount64(e.g) != 1 || e.g < alignment {
-		return nil, fmt.Errorf("%w: driver granularity %d is not a power of two ≥ %d", ErrBadOption, e.g, alignment)
+	e := &Engine{cfg: c}
+	if err := e.layout.open(d, &e.cfg); err != nil {
+		return nil, err
 	}
-	e.capacity = c.capacity
-	if e.capacity == 0 {
-		_, total, err := e.drv.memInfo()
-		if err != nil {
-			return nil, fmt.Errorf("stitch: asking the driver for its memory: %w", err)
-		}
-		e.capacity = total
-	}
-	if e.capacity == 0 {
-		return nil, fmt.Errorf("%w: zero capacity", ErrBadOption)
-	}
-	e.pageSize = c.smallPage
-	if e.pageSize == 0 {
-		e.pageSize = pageThresholds * c.smallThreshold
-	}
-	e.pageSize = max(e.g, roundUp(e.pageSize, e.g))
-	if c.smallThreshold > e.pageSize {
-		return nil, fmt.Errorf("%w: small threshold %d above the page size %d", ErrBadOption, c.smallThreshold, e.pageSize)
-	}
-	if e.cfg.handleSize > 0 {
-		e.cfg.handleSize = max(e.g, roundUp(e.cfg.handleSize, e.g))
-	}
-	e.arenaSize = roundUp(e.capacity, e.g)
-	if e.cfg.maxViewBytes == 0 {
-		e.cfg.maxViewBytes = viewBytesPerArena * e.arenaSize
-		if e.cfg.maxViewBytes/viewBytesPerArena != e.arenaSize {
-			e.cfg.maxViewBytes = ^uint64(0)
-		}
-	}
-	base, err := e.drv.reserve(e.arenaSize)
-	if err != nil {
-		return nil, fmt.Errorf("stitch: reserving the %d-byte arena: %w", e.arenaSize, err)
-	}
-	e.arenaBase = base
-	// The slots of the whole arena up to a bound (1.5 MiB of them): grown one growth at a time,
-	// the slice was copied at each doubling, inside the iterations that reach a new peak.
-	e.slots = make([]slot, 0, min(e.arenaSize/e.g, maxPreallocSlots))
-	e.allocs = make(map[PhysHandle]*physAlloc)
-	e.loose = e.newLoose()
-	e.room = e.newRoom()
 	e.otherLists = make(map[Stream]*sizeLists)
 	e.clocks = make(map[Stream]*streamClock)
-	e.views = make(map[uintptr]*view)
-	e.pages = make(map[uint64]*page)
-	e.smallFree = newFreeSet()
 	return e, nil
 }
 

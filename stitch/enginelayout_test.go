@@ -10,7 +10,7 @@ import (
 
 // TestEngineHotFieldsTogether: in an engine New made, the fields every request and every free
 // touches (the first group of Engine), with the mutex and the options the exact path reads, lie
-// on at most nine cache lines of the engine's thirty-one (left in their groups they would lie on
+// on at most nine cache lines of the engine's thirty-five (left in their groups they would lie on
 // twelve), and those written on every call on at most two.
 func TestEngineHotFieldsTogether(t *testing.T) {
 	e, err := New(&nullDriver{})

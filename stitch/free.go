@@ -165,7 +165,7 @@ func (e *Engine) flushable(b *block) bool { return e.settled(b) }
 // the largest free range its bytes joined.
 func (e *Engine) flush(b *block) uint64 {
 	b.list.unlink(b)
-	e.blocks.Delete(uint64(b.ptr))
+	e.unindex(b)
 	var merged uint64
 	if b.kind == small {
 		e.smallAge.unlink(b)
@@ -175,31 +175,5 @@ func (e *Engine) flush(b *block) uint64 {
 		merged = e.releaseLarge(b)
 	}
 	e.recycle(b)
-	return merged
-}
-
-// releaseLarge returns a large block's bytes to the loose set (its view, if stitched, goes idle);
-// it returns the size of the largest loose range they joined.
-func (e *Engine) releaseLarge(b *block) uint64 {
-	if b.roomLive {
-		e.vacate(b) // while its ranges are still known
-		b.roomLive = false
-	}
-	if b.kind == primitive {
-		s := span{start: b.pos, end: b.pos + b.size}
-		e.owners.remove(s)
-		return e.loose.insert(s).size()
-	}
-	var merged uint64
-	window(b.view, b.voff, b.size, func(p span) bool {
-		e.owners.remove(p)
-		merged = max(merged, e.loose.insert(p).size())
-		return true
-	})
-	b.view.users--
-	b.view.held -= b.size
-	if b.live {
-		b.view.inUse -= b.size
-	}
 	return merged
 }

@@ -14,15 +14,6 @@ type home struct {
 	off uint64
 }
 
-// addressOf is the pointer of a block at place h: Alloc returns it, and Engine.blocks is keyed
-// by it (primitiveAt, windowBlock).
-func (e *Engine) addressOf(h home) uintptr {
-	if h.v == nil {
-		return e.arenaBase + uintptr(h.off)
-	}
-	return h.v.base + uintptr(h.v.head+h.off)
-}
-
 // homeEntry is a remembered home, with a block last found using it (its witness). While the
 // witness is live the home is not free; while it is cached there, taking the home flushes at least
 // its bytes. So findHome passes over a home whose witness is live, or cached and no smaller than
@@ -267,8 +258,7 @@ func (e *Engine) takeHomeOver(h home, r uint64, under []*block, known bool) *blo
 		}
 		if whole {
 			// Loose bytes alone (one loose range holds the home): no block to flush.
-			e.loose.take(h.off, h.off+r)
-			return e.primitiveAt(h.off, r)
+			return e.carveAt(h.off, r)
 		}
 	}
 	pieces := e.placeBuf[:0]
@@ -297,17 +287,7 @@ func (e *Engine) takeHomeOver(h home, r uint64, under []*block, known bool) *blo
 	}
 	clear(flush)
 	e.flushBuf = flush[:0]
-	loose := e.looseBuf[:0]
-	for _, p := range pieces {
-		loose = loose[:0]
-		e.loose.byAddr.overlapping(p.start, p.end, func(n *tnode) bool { loose = append(loose, n.s); return true })
-		for _, s := range loose {
-			if !e.loose.take(max(s.start, p.start), min(s.end, p.end)) {
-				panic("stitch: taking a home whose bytes are not free")
-			}
-		}
-	}
-	e.looseBuf = loose[:0]
+	e.takeLooseIn(pieces)
 	e.placeBuf = pieces[:0]
 	if h.v != nil {
 		return e.windowBlock(h.v, h.off, r)
@@ -324,81 +304,42 @@ func (e *Engine) takeHomeOver(h home, r uint64, under []*block, known bool) *blo
 func (e *Engine) uncache(b *block, pieces []span) {
 	b.list.unlink(b)
 	e.largeAge.unlink(b)
-	if b.roomLive {
-		e.vacate(b)
-		b.roomLive = false
-	}
+	e.leaveRoom(b)
 	e.giveBackOutside(span{start: b.pos, end: b.pos + b.size}, pieces)
-}
-
-// recarve makes b, a primitive block that uncache took out of the cache, the block of the r bytes
-// from arena offset pos, once the bytes there are its own. The owner index's node of b is given
-// the new span in place: its key moves from b's first byte to pos, which keeps the index's order,
-// since b was the lowest block at the home and no other block lies between its first byte and
-// the home's. b is then a new block (a new serial: homes that saw it see another block), under a
-// new pointer if pos is not where it began, and stays in Engine.blocks (indexed). A re-carve saves
-// the owner index a delete and an insert, each a descent that is cold on a GPU host; where b began
-// at pos it saves Engine.blocks a delete and an insert as well. In the steady iterations of the
-// H200 ResNet-18 loop 57% of the misses flush cached blocks at their place; such a take re-cuts
-// the lowest of them when it is primitive.
-func (e *Engine) recarve(b *block, pos, r uint64) *block {
-	n := e.owners.rekey(e.owners.floorAt(b.pos), pos)
-	n.Value().s = span{start: pos, end: pos + r}
-	ptr := b.ptr
-	if pos != b.pos {
-		e.blocks.Delete(uint64(b.ptr))
-		ptr = e.addressOf(home{off: pos})
-		e.blocks.Put(uint64(ptr), b)
-	}
-	e.serials++
-	*b = block{ptr: ptr, size: r, kind: primitive, pos: pos, serial: e.serials, first: pos, roomQueue: b.roomQueue, indexed: true}
-	return b
 }
 
 // flushInto flushes cached large block b for a block about to be made of the arena ranges pieces
 // (sorted by start): as flush does, except that of b's bytes only those outside pieces are given
-// back to the loose set.
+// back to the loose set (dissolveInto).
 func (e *Engine) flushInto(b *block, pieces []span) {
 	b.list.unlink(b)
-	e.blocks.Delete(uint64(b.ptr))
 	e.largeAge.unlink(b)
-	if b.roomLive {
-		e.vacate(b)
-		b.roomLive = false
-	}
-	e.eachArenaRange(b, func(s span) {
-		e.owners.remove(s)
-		e.giveBackOutside(s, pieces)
-	})
-	if b.kind == stitched {
-		b.view.users--
-		b.view.held -= b.size
-	}
-	e.recycle(b)
-}
-
-// giveBackOutside gives the bytes of arena range s that no span of pieces (disjoint, sorted by
-// start) covers back to the loose set.
-func (e *Engine) giveBackOutside(s span, pieces []span) {
-	i := 0 // the first piece ending after s.start: most places are one or two pieces, so a scan
-	if len(pieces) > 8 {
-		i, _ = slices.BinarySearchFunc(pieces, s.start, func(p span, x uint64) int { return cmp.Compare(p.end, x+1) })
-	}
-	for i < len(pieces) && pieces[i].end <= s.start {
-		i++
-	}
-	at := s.start
-	for ; i < len(pieces) && pieces[i].start < s.end; i++ {
-		if pieces[i].start > at {
-			e.loose.insert(span{start: at, end: pieces[i].start})
-		}
-		at = max(at, pieces[i].end)
-	}
-	if at < s.end {
-		e.loose.insert(span{start: at, end: s.end})
-	}
+	e.dissolveInto(b, pieces)
 }
 
 // idle reports whether large block b may be flushed to make room: cached and, with several
 // streams, settled.
 func (e *Engine) idle(b *block) bool { return !b.live && e.flushable(b) }
+
+// matchView finds a view of r bytes or a little more (the stitched block an earlier request of
+// this size made, as GMLake's exact match of a stitched block) whose first r bytes no live block
+// uses; nil if there is none. Taking it flushes the cached blocks there (takeHome).
+func (e *Engine) matchView(r uint64) *view {
+	var best *view
+	for v, seen := e.viewNewest, 0; v != nil && seen < maxViewScan; v, seen = v.older, seen+1 {
+		if v.cap < r || v.cap > r+r/viewMatchShare || v.cap-v.inUse < r || (best != nil && (v.cap > best.cap || v.cap == best.cap && v.pieces[0].start >= best.pieces[0].start)) {
+			continue
+		}
+		ok := true
+		window(v, 0, r, func(p span) bool {
+			return e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
+				ok = !n.b.live && e.flushable(n.b)
+				return ok
+			})
+		})
+		if ok {
+			best = v
+		}
+	}
+	return best
+}

@@ -112,7 +112,7 @@ func WithHandleSize(bytes uint64) Option {
 	return func(c *config) error { c.handleSize = bytes; return nil }
 }
 
-// WithExactGrowth turns off the first iteration's bytes ahead (firstAhead, arena.go): in the
+// WithExactGrowth turns off the first iteration's bytes ahead (firstAhead, growth.go): in the
 // first iteration the caller marks (never marked: before an iteration is seen, once frees come at
 // a training loop's rate), a growth creates what its request lacks and no more (with
 // WithWarmupGrowth or WithGrowthSlack, what they add). By default, far from the capacity, a growth

@@ -23,7 +23,7 @@ import (
 // the last pageAwayMemos memos, or of every context); else in new memory, grown pageGrowth pages
 // at a time, all of which join the small pool at once as pages; and only when the capacity has no
 // room for that, where a large request would go (carvePage, allocLarge). Empty pages go back to the
-// large pool when a large request lacks memory the capacity does not allow to create (small.go).
+// large pool when a large request lacks memory the capacity does not allow to create (chain.go, releasePages).
 //
 // Measured (every trace's iterations repeated four times, both modes; calls in the fourth
 // repetition): spare pages left loose are taken by large requests and the next page grows again
@@ -81,7 +81,7 @@ func (e *Engine) placePageAway() *block {
 // those of every remembered context (repeat.go). The result is kept until the memos or contexts
 // change or a view is released (forgetAway), so that the pages of one iteration cost one sort.
 func (e *Engine) rememberedSpans() []span {
-	if e.awayValid {
+	if e.awayValid && e.awayReleased == e.viewsReleased {
 		return e.awaySpans
 	}
 	out := e.awaySpans[:0]
@@ -115,7 +115,7 @@ func (e *Engine) rememberedSpans() []span {
 		}
 		merged = append(merged, s)
 	}
-	e.awaySpans, e.awayValid = merged, true
+	e.awaySpans, e.awayValid, e.awayReleased = merged, true, e.viewsReleased
 	return merged
 }
 
@@ -165,4 +165,67 @@ func (e *Engine) carvePageBetween(spans []span) *block {
 		return nil
 	}
 	return e.carveAt(best.end-e.pageSize, e.pageSize)
+}
+
+// allocSmall serves a request below the small threshold: best fit among the pages' free ranges,
+// then the same after flushing every cached small block (flushSmallPool), then from a new page.
+func (e *Engine) allocSmall(r uint64, s Stream) (*block, Outcome, error) {
+	if b := e.carveSmall(r); b != nil {
+		return b, OutcomeSplit, nil
+	}
+	if e.flushSmallPool() {
+		if b := e.carveSmall(r); b != nil {
+			return b, OutcomeSplit, nil
+		}
+	}
+	// A page goes where the followed memo had one; once large requests' places are remembered,
+	// away from them (pageaway.go); else to the lowest free range that holds it (the highest once
+	// iterations are marked: carvePage), so that pages gather in one place from one iteration to
+	// the next instead of landing in whatever gap between large blocks fits.
+	var pb *block
+	out := OutcomeSplit
+	if h, ok := e.findPageMemo(); ok {
+		pb = e.takeHome(h, e.pageSize)
+	} else if pb = e.placePageAway(); pb != nil {
+		// placed
+	} else if h, ok := e.findHome(e.pageSize); ok {
+		pb = e.takeHome(h, e.pageSize)
+	} else if pb = e.carvePage(); pb != nil {
+		e.rememberHome(pb)
+	}
+	if pb == nil {
+		var err error
+		if pb, out, err = e.allocLarge(e.pageSize, s); err != nil {
+			return nil, 0, err
+		}
+	}
+	e.recordPlace(pb, true)
+	e.addPage(pb)
+	b := e.carveSmall(r)
+	if out == OutcomeExact {
+		out = OutcomeSplit
+	}
+	return b, out, nil
+}
+
+// carvePage takes a page from the loose ranges: from the end of the highest one that holds it when
+// iterations are marked, where the large blocks of new shapes, laid out first-fit from below
+// (shape.go), do not go, so that pages stay out of the places iteration memos give large blocks
+// (a page lives across iterations); from the start of the lowest one otherwise.
+func (e *Engine) carvePage() *block {
+	if !e.marked() {
+		return e.carveLowest(e.pageSize)
+	}
+	var sp span
+	ok := false
+	e.loose.byAddr.walk(func(s span) bool {
+		if s.size() >= e.pageSize {
+			sp, ok = s, true
+		}
+		return true
+	})
+	if !ok {
+		return nil
+	}
+	return e.carveAt(sp.end-e.pageSize, e.pageSize)
 }

@@ -43,72 +43,6 @@ func (e *Engine) emptyCache() error {
 	return errors.Join(errs...)
 }
 
-func (e *Engine) sortedAllocs() []*physAlloc {
-	pas := make([]*physAlloc, 0, len(e.allocs))
-	for _, pa := range e.allocs {
-		pas = append(pas, pa)
-	}
-	slices.SortFunc(pas, func(a, b *physAlloc) int { return cmp.Compare(a.first, b.first) })
-	return pas
-}
-
-// retryOrphans tries again to give back what an earlier error left behind; it returns the errors
-// of what still fails.
-func (e *Engine) retryOrphans() error {
-	kept := e.orphans[:0]
-	var errs []error
-	keep := func(o orphan, err error) {
-		kept = append(kept, o)
-		errs = append(errs, err)
-	}
-	for _, o := range e.orphans {
-		if o.ev != 0 {
-			if err := e.drv.destroyEvent(o.ev); err != nil {
-				keep(o, err)
-			}
-			continue
-		}
-		if o.mapped {
-			unmapSize := o.size
-			if o.chunks != nil {
-				unmapSize = uint64(len(o.chunks)) * e.g
-			}
-			if err := e.drv.unmap(o.addr, unmapSize); err != nil {
-				keep(o, err)
-				continue
-			}
-			o.mapped = false
-			if !e.closed && e.slots != nil {
-				for _, c := range o.chunks {
-					e.slots[c].views--
-				}
-				if o.slots[1] > 0 {
-					e.blockSlots(o.slots[0], o.slots[1], false)
-				}
-			}
-			o.chunks, o.slots = nil, [2]uint64{}
-			if o.part {
-				continue
-			}
-		}
-		if o.h != 0 {
-			if err := e.drv.release(o.h); err != nil {
-				keep(o, err)
-				continue
-			}
-			e.orphanBytes -= o.size
-		} else {
-			if err := e.drv.free(o.addr, o.size); err != nil {
-				keep(o, err)
-				continue
-			}
-			e.orphanVirt -= o.size
-		}
-	}
-	e.orphans = kept
-	return errors.Join(errs...)
-}
-
 // Reset frees every live block, then releases memory as EmptyCache does.
 func (e *Engine) Reset() error {
 	e.mu.Lock()
@@ -161,41 +95,12 @@ func (e *Engine) Close() error {
 	// Whatever is still held (after a failure above, or cached blocks waiting for events) goes now;
 	// what the driver refuses is kept as an orphan for the next Close.
 	e.dropClockEvents()
-	for _, v := range e.views {
-		if err := e.unmapView(v); err != nil {
-			errs = append(errs, err)
-			e.orphans = append(e.orphans, orphan{addr: v.base, size: v.vsize, mapped: true})
-			e.orphanVirt += v.vsize
-		}
-	}
-	for _, pa := range e.sortedAllocs() {
-		addr, size := e.arenaBase+uintptr(pa.first*e.g), pa.n*e.g
-		e.reserved -= size
-		e.orphanBytes += size
-		if err := e.drv.unmap(addr, size); err != nil {
-			errs = append(errs, err)
-			e.orphans = append(e.orphans, orphan{h: pa.h, addr: addr, size: size, mapped: true})
-			continue
-		}
-		if err := e.drv.release(pa.h); err != nil {
-			errs = append(errs, err)
-			e.orphans = append(e.orphans, orphan{h: pa.h, size: size})
-			continue
-		}
-		e.orphanBytes -= size
-	}
-	e.orphans = append(e.orphans, orphan{addr: e.arenaBase, size: e.arenaSize})
-	e.orphanVirt += e.arenaSize
-	orphanErr := e.retryOrphans()
+	closeErrs, orphanErr := e.layout.close()
+	errs = append(errs, closeErrs...)
 	e.closed = true
-	e.arenaSize = 0
-	e.blocks.Clear()
-	e.pages, e.views, e.allocs, e.slots = nil, nil, nil, nil
-	e.loose, e.smallFree, e.owners, e.room, e.roomQueue = e.newLoose(), newFreeSet(), tree{}, e.newRoom(), nil
 	e.largeAge, e.smallAge = ageList{}, ageList{}
 	e.hotLists.Clear()
 	e.otherLists = nil
-	e.viewOldest, e.viewNewest, e.viewBytes = nil, nil, 0
 	e.live, e.liveBlocks = 0, 0
 	if len(e.orphans) > 0 {
 		errs = append(errs, fmt.Errorf("stitch: %d driver objects could not be given back; Close again to retry: %w", len(e.orphans), orphanErr))

@@ -12,7 +12,7 @@ import "math/bits"
 // marked, until an iteration has been seen. Two rules read them: a growth takes an iteration as
 // seen once a large request has repeated the size and context of an earlier one and the engine
 // has served, since its last growth, as many requests as before it (seenIteration, engine.go;
-// arena.go); and, unmarked, new pages keep away from the places the contexts remember
+// grow, growth.go); and, unmarked, new pages keep away from the places the contexts remember
 // (pageaway.go). The first rule holds inside a marked first iteration too: gradient
 // accumulation repeats its micro-steps there. Measured with gmlake-bench replay --min-capacity
 // --repeat 4 on the 32 traces of make bench, marked, against the rule unmarked only: GPT-2 with

@@ -40,32 +40,32 @@ import (
 var roomAll = span{start: 0, end: math.MaxUint64}
 
 // newRoom makes the room index of an empty arena: one room, roomAll, bounded by 0.
-func (e *Engine) newRoom() *freeSet {
+func (l *layout) newRoom() *freeSet {
 	f := newFreeSet()
 	f.add(roomAll)
 	f.bySize.reweigh(roomAll, math.MaxUint64)
-	f.bySize.weigh = e.roomWeight
+	f.bySize.weigh = l.roomWeight
 	return f
 }
 
 // roomWeight is room span s's weight in the size index: MaxUint64 minus its bound.
-func (e *Engine) roomWeight(s span) uint64 {
-	return math.MaxUint64 - e.roomBound(s, roomBoundBlocks, nil)
+func (l *layout) roomWeight(s span) uint64 {
+	return math.MaxUint64 - l.roomBound(s, roomBoundBlocks, nil)
 }
 
 // roomBound is a lower bound on the cached bytes that an idle window in room span s flushes: 0
 // when s holds loose bytes or more than limit blocks, else the size of the smallest block there,
 // and MaxUint64 when s holds neither loose bytes nor blocks (it has no window). Blocks skip
 // reports (if set) are left out.
-func (e *Engine) roomBound(s span, limit int, skip func(*block) bool) uint64 {
+func (l *layout) roomBound(s span, limit int, skip func(*block) bool) uint64 {
 	loose := false
-	e.loose.byAddr.overlapping(s.start, s.end, func(*tnode) bool { loose = true; return false })
+	l.loose.byAddr.overlapping(s.start, s.end, func(*tnode) bool { loose = true; return false })
 	if loose {
 		return 0
 	}
 	bound := uint64(math.MaxUint64)
 	seen := 0
-	e.owners.overlapping(s.start, s.end, func(n *tnode) bool {
+	l.owners.overlapping(s.start, s.end, func(n *tnode) bool {
 		if seen++; seen > limit {
 			bound = 0
 			return false
@@ -91,16 +91,16 @@ type roomHint struct {
 
 // roomLoosened lowers to 0 the bound of every room span that loose range s, just added to the
 // loose set, overlaps.
-func (e *Engine) roomLoosened(s span) {
-	h := &e.roomHint
-	if h.in == e.room && h.changes == e.room.changes && h.s.start <= s.start && s.end <= h.s.end {
+func (l *layout) roomLoosened(s span) {
+	h := &l.roomHint
+	if h.in == l.room && h.changes == l.room.changes && h.s.start <= s.start && s.end <= h.s.end {
 		return
 	}
 	rooms := 0
 	var last span
-	e.room.byAddr.overlapping(s.start, s.end, func(n *tnode) bool {
+	l.room.byAddr.overlapping(s.start, s.end, func(n *tnode) bool {
 		if !n.boundZero {
-			e.room.bySize.reweigh(n.s, math.MaxUint64)
+			l.room.bySize.reweigh(n.s, math.MaxUint64)
 			n.boundZero = true
 		}
 		rooms++
@@ -108,50 +108,50 @@ func (e *Engine) roomLoosened(s span) {
 		return true
 	})
 	if rooms == 1 {
-		*h = roomHint{in: e.room, changes: e.room.changes, s: last}
+		*h = roomHint{in: l.room, changes: l.room.changes, s: last}
 	}
 }
 
 // roomChanged queues large block b, whose liveness is changing, for syncRoom.
-func (e *Engine) roomChanged(b *block) {
+func (l *layout) roomChanged(b *block) {
 	if !b.roomQueue && b.kind != small {
 		b.roomQueue = true
-		e.roomQueue = append(e.roomQueue, b)
+		l.roomQueue = append(l.roomQueue, b)
 	}
 }
 
 // syncRoom brings the room index up to date with the queued blocks. A queued block since recycled
 // reads as neither live nor indexed, and one queued twice is brought up to date once: both do nothing.
-func (e *Engine) syncRoom() {
-	for _, b := range e.roomQueue {
+func (l *layout) syncRoom() {
+	for _, b := range l.roomQueue {
 		b.roomQueue = false
 		if b.roomLive == b.live {
 			continue
 		}
 		if b.live {
-			e.occupy(b)
+			l.occupy(b)
 		} else {
-			e.vacate(b)
+			l.vacate(b)
 		}
 		b.roomLive = b.live
 	}
-	for _, b := range e.roomQueue {
-		if !b.live && b.serial > e.roomSerial && b.size > 0 { // new since the last sync, cached, not recycled
-			e.roomCached(b)
+	for _, b := range l.roomQueue {
+		if !b.live && b.serial > l.roomSerial && b.size > 0 { // new since the last sync, cached, not recycled
+			l.roomCached(b)
 		}
 	}
-	clear(e.roomQueue)
-	e.roomQueue = e.roomQueue[:0]
-	e.roomSerial = e.serials
+	clear(l.roomQueue)
+	l.roomQueue = l.roomQueue[:0]
+	l.roomSerial = l.serials
 }
 
 // roomCached lowers the bound of every room span holding bytes of cached block b to b's size.
-func (e *Engine) roomCached(b *block) {
+func (l *layout) roomCached(b *block) {
 	w := math.MaxUint64 - b.size
-	e.eachArenaRange(b, func(p span) {
-		e.room.byAddr.overlapping(p.start, p.end, func(n *tnode) bool {
-			if old, _ := e.room.bySize.weight(n.s); old < w {
-				e.room.bySize.reweigh(n.s, w)
+	l.eachArenaRange(b, func(p span) {
+		l.room.byAddr.overlapping(p.start, p.end, func(n *tnode) bool {
+			if old, _ := l.room.bySize.weight(n.s); old < w {
+				l.room.bySize.reweigh(n.s, w)
 			}
 			return true
 		})
@@ -159,21 +159,21 @@ func (e *Engine) roomCached(b *block) {
 }
 
 // occupy takes the arena ranges of large block b, going live, out of the room index.
-func (e *Engine) occupy(b *block) {
-	e.eachArenaRange(b, func(s span) {
-		if !e.room.take(s.start, s.end) {
+func (l *layout) occupy(b *block) {
+	l.eachArenaRange(b, func(s span) {
+		if !l.room.take(s.start, s.end) {
 			panic("stitch: a block going live over bytes another live block owns")
 		}
 	})
 }
 
 // vacate gives the arena ranges of large block b, no longer live, back to the room index.
-func (e *Engine) vacate(b *block) {
-	e.eachArenaRange(b, func(s span) { e.room.insert(s) })
+func (l *layout) vacate(b *block) {
+	l.eachArenaRange(b, func(s span) { l.room.insert(s) })
 }
 
 // eachArenaRange calls fn on each arena range large block b owns (none for a small block).
-func (e *Engine) eachArenaRange(b *block, fn func(span)) {
+func (l *layout) eachArenaRange(b *block, fn func(span)) {
 	switch b.kind {
 	case primitive:
 		fn(span{start: b.pos, end: b.pos + b.size})
@@ -185,10 +185,10 @@ func (e *Engine) eachArenaRange(b *block, fn func(span)) {
 // roomAtLeast calls fn on the room spans of at least r bytes whose bound is at most below(),
 // smallest first (equal sizes lowest address first), at most maxRoomScan of them. below may fall
 // (never rise) as fn goes; the rooms whose bound is above it are passed over, uncounted.
-func (e *Engine) roomAtLeast(r uint64, below func() uint64, fn func(span)) {
+func (l *layout) roomAtLeast(r uint64, below func() uint64, fn func(span)) {
 	seen := 0
 	atLeast := func() uint64 { return math.MaxUint64 - below() }
-	e.room.bySize.ascendHeavy(span{start: 0, end: r}, atLeast, func(n *tnode) bool {
+	l.room.bySize.ascendHeavy(span{start: 0, end: r}, atLeast, func(n *tnode) bool {
 		fn(n.s)
 		seen++
 		return seen < maxRoomScan
@@ -200,11 +200,11 @@ func noBound() uint64 { return math.MaxUint64 }
 
 // checkRoomBounds reports every room span whose bound is above what a walk of its room gives,
 // leaving out the blocks the next syncRoom is to count (roomCached).
-func (e *Engine) checkRoomBounds(c *checker) {
-	pending := func(b *block) bool { return b.roomQueue && b.serial > e.roomSerial }
-	e.room.bySize.t.Ascend(func(n *treap.Node[tnode]) bool {
+func (l *layout) checkRoomBounds(c *checker) {
+	pending := func(b *block) bool { return b.roomQueue && b.serial > l.roomSerial }
+	l.room.bySize.t.Ascend(func(n *treap.Node[tnode]) bool {
 		s := n.Value.s
-		if got, want := math.MaxUint64-n.Weight(), e.roomBound(s, math.MaxInt, pending); got > want {
+		if got, want := math.MaxUint64-n.Weight(), l.roomBound(s, math.MaxInt, pending); got > want {
 			c.fail("room index: %+v is bounded by %d cached bytes, but a window there may flush %d", s, got, want)
 		}
 		return true

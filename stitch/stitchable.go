@@ -42,18 +42,18 @@ func newStitchable() stitchable {
 }
 
 // newLoose makes an empty loose set that keeps the stitch index.
-func (e *Engine) newLoose() *freeSet {
+func (l *layout) newLoose() *freeSet {
 	f := newLazyFreeSet()
-	f.bySize.watch = e.looseChanged
-	e.stitchable = newStitchable()
+	f.bySize.watch = l.looseChanged
+	l.stitchable = newStitchable()
 	return f
 }
 
 // candidateOf is loose range s as a stitch candidate, or false when s cannot join a view: it lies
 // inside one handle touching neither end, or it is below the smallest piece allowed.
-func (e *Engine) candidateOf(s span) (candidate, bool) {
-	lo, hi := e.wholeHandles(s)
-	if lo > hi || s.size() < min(e.cfg.minStitch, e.g) {
+func (l *layout) candidateOf(s span) (candidate, bool) {
+	lo, hi := l.wholeHandles(s)
+	if lo > hi || s.size() < min(l.minStitch, l.g) {
 		return candidate{}, false
 	}
 	return candidate{s: s, head: lo - s.start, mid: hi - lo, tail: s.end - hi}, true
@@ -61,20 +61,20 @@ func (e *Engine) candidateOf(s span) (candidate, bool) {
 
 // looseChanged counts loose span s in the stitch index (added) or takes it out; a span added
 // lowers the bound of the rooms it lies in (roomLoosened).
-func (e *Engine) looseChanged(s span, added bool) {
+func (l *layout) looseChanged(s span, added bool) {
 	if added {
-		e.roomLoosened(s)
+		l.roomLoosened(s)
 	}
-	x := &e.stitchable
+	x := &l.stitchable
 	if x.stale {
 		return
 	}
-	if x.lag++; x.lag > e.loose.len() {
+	if x.lag++; x.lag > l.loose.len() {
 		*x = newStitchable()
 		x.stale = true
 		return
 	}
-	c, ok := e.candidateOf(s)
+	c, ok := l.candidateOf(s)
 	if !ok {
 		return
 	}
@@ -100,14 +100,14 @@ func (x *stitchable) add(c candidate) {
 
 // releaseCandidates lists, in address order, the handles that lie whole in loose ranges: those
 // EmptyCache may release (releasable), found in O(k log n) for k of them.
-func (e *Engine) releaseCandidates() []*physAlloc {
+func (l *layout) releaseCandidates() []*physAlloc {
 	var pas []*physAlloc
-	e.stitchIndex().wholes.walk(func(s span) bool {
-		lo, hi := e.wholeHandles(s)
+	l.stitchIndex().wholes.walk(func(s span) bool {
+		lo, hi := l.wholeHandles(s)
 		for at := lo; at < hi; {
-			pa := e.allocs[e.slots[at/e.g].h]
+			pa := l.allocs[l.slots[at/l.g].h]
 			pas = append(pas, pa)
-			at = (pa.first + pa.n) * e.g
+			at = (pa.first + pa.n) * l.g
 		}
 		return true
 	})
@@ -121,13 +121,13 @@ func (c candidate) tailSpan() span { return span{start: c.s.start, end: c.s.star
 
 // stitchIndex returns the stitch index, rebuilt from the loose ranges if it was dropped, and
 // starts counting the changes since this read afresh.
-func (e *Engine) stitchIndex() *stitchable {
-	x := &e.stitchable
+func (l *layout) stitchIndex() *stitchable {
+	x := &l.stitchable
 	x.lag = 0
 	if x.stale {
 		x.stale = false
-		e.loose.byAddr.walk(func(s span) bool {
-			if c, ok := e.candidateOf(s); ok {
+		l.loose.byAddr.walk(func(s span) bool {
+			if c, ok := l.candidateOf(s); ok {
 				x.add(c)
 			}
 			return true
@@ -138,14 +138,14 @@ func (e *Engine) stitchIndex() *stitchable {
 
 // stitchReach is what a stitch plan over every loose range reaches (planFrom's reach when no plan
 // is made).
-func (e *Engine) stitchReach() uint64 {
-	x := e.stitchIndex()
+func (l *layout) stitchReach() uint64 {
+	x := l.stitchIndex()
 	switch x.heads.len() {
 	case 0:
 		return 0
 	case 1:
 		h, _ := x.heads.max()
-		s, _ := e.loose.byAddr.floor(span{start: h.start})
+		s, _ := l.loose.byAddr.floor(span{start: h.start})
 		return s.size()
 	}
 	h1, h2 := topTwo(&x.heads)

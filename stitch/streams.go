@@ -154,13 +154,6 @@ func (e *Engine) pollPending(c *streamClock) {
 	}
 }
 
-func (e *Engine) destroyEvent(ev Event) {
-	if err := e.drv.destroyEvent(ev); err != nil {
-		e.log.Warn("stitch: destroy event failed; retried later", "err", err)
-		e.orphans = append(e.orphans, orphan{ev: ev})
-	}
-}
-
 // dropClockEvents destroys every pending event (after a Synchronize, and at Close).
 func (e *Engine) dropClockEvents() {
 	for _, c := range e.clocks {

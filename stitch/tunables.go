@@ -47,7 +47,7 @@ const (
 	DefaultGrowthSlack = 0
 )
 
-// The size of the handles a growth creates (handles.go, handleParts), unless WithHandleSize fixes
+// The size of the handles a growth creates (growth.go, handleParts), unless WithHandleSize fixes
 // one. Every VMM call costs per handle, so large handles make growing and stitching cheap; but a
 // view maps a handle only whole, so free bytes inside a partly used handle cannot join a view's
 // middle, and a larger handle strands more of them. That costs memory only when memory is short, so
@@ -101,7 +101,7 @@ const (
 // A growth's deficit (what the request lacks) once the engine has seen a whole iteration
 // (seenIteration, engine.go) is made as one handle of at most 1/deficitHeadroomShare of what the
 // capacity still allows (and maxHandleBytes), the rest of the growth as headroom-sized handles
-// (handles.go, deficitUnit). The first iteration builds the job's memory request by request, and
+// (growth.go, deficitUnit). The first iteration builds the job's memory request by request, and
 // handles made then are later shared by blocks of other sizes, whose free bytes in their middles
 // no view can use; after it, a growth is a new peak's excess, the deficit one block's bytes, and
 // a new peak costs a few VMM calls rather than one per headroom-sized handle. Measured with
@@ -143,7 +143,7 @@ const (
 // iteration 10.8 -> 1.6 ms and 24.6 -> 13.8, the ConvNeXt loop unchanged; capacity 1.0029 ->
 // 1.0068 on DeBERTa, unchanged on the others.
 //
-// The same share bounds the bytes a growth makes ahead of a new peak (arena.go, peakAhead): once an
+// The same share bounds the bytes a growth makes ahead of a new peak (growth.go, peakAhead): once an
 // iteration has been seen, a growth also creates as much as the current iteration has grown so
 // far, within 1/deficitHeadroomShare of the headroom, in handles of the deficit's size. Measured
 // the same way, against the engine without it, marked: the largest steady iteration's driver time
@@ -179,7 +179,7 @@ const (
 const deficitHeadroomShare = 1024
 
 // Once the caller has marked a whole iteration (a memo of one is remembered), the share bounding a
-// deficit handle and the bytes ahead (deficitBytes, handles.go) follows how scarce memory is: the
+// deficit handle and the bytes ahead (deficitBytes, growth.go) follows how scarce memory is: the
 // room below the capacity times its share of the capacity, over deficitMarkedShare. At a quarter
 // of the capacity left it is the rule above; a job that holds a third of the device (llama1b-full
 // on an H200's 141 GiB: 42 GiB held when its longer sequences arrive) makes its new peak in
@@ -209,7 +209,7 @@ const deficitMarkedShare = 256
 
 // Never marked, the rule above (deficitMarkedShare) holds once the finder has found an
 // iteration's beginning, its second or a later one, at a trough at least 1/deepTroughShare below
-// the most live bytes ever (deepFound, engine.go; wholeIterationKnown, handles.go): a training
+// the most live bytes ever (deepFound, engine.go; wholeIterationKnown, growth.go): a training
 // step frees its activations, so the live bytes between two iterations lie well below the peak,
 // while the troughs between the layers of a first iteration's forward pass, which the finder may
 // take for iterations (ConvNeXt: 18 boundaries in its first 220 requests), lie near the peak so
@@ -234,7 +234,7 @@ const deficitMarkedShare = 256
 // -> 1.0094 x peak active).
 const deepTroughShare = 4
 
-// The first iteration's bytes ahead (firstAhead, arena.go). In the first iteration, every growth
+// The first iteration's bytes ahead (firstAhead, growth.go). In the first iteration, every growth
 // created exactly what its request lacked: the job's memory was built in hundreds of growths, and a
 // request that the loose memory could not hold in one range stitched its pieces, a view over
 // headroom-sized handles. In the caller's first marked iteration a growth now creates at least
@@ -279,7 +279,7 @@ const (
 )
 
 // Never marked, the bytes ahead of the first iteration (firstAhead) once frees show the training
-// loop (unmarkedTraining, arena.go): at least 1/trainingFreeShare of the requests served over a
+// loop (unmarkedTraining, growth.go): at least 1/trainingFreeShare of the requests served over a
 // window of trainingWindow requests or more. Measured at release 0.5.8 with gmlake-bench replay
 // --min-capacity (with its scan above the bisection) --repeat 4, the H200's costs, on the 39
 // traces, against the engine without it: never marked, the largest warm-up iteration within 10% of
@@ -304,7 +304,7 @@ const (
 	trainingWindow    = 64
 )
 
-// The first iteration's handles (handleUnit, handles.go, firstHandleBytes). Before the engine has
+// The first iteration's handles (handleUnit, growth.go, firstHandleBytes). Before the engine has
 // seen a whole iteration (the job's setup and first iteration, marked or not) a growth's handles
 // may hold the room below the capacity times the room's own share of firstHandleRoomScale, where
 // that is more than the headroom share (a room of more than 16 GiB) and no more than the memory
@@ -490,7 +490,7 @@ const (
 	viewMatchShare = 4
 )
 
-// The small pool (small.go, pageaway.go).
+// The small pool (small.go, pageaway.go: allocSmall).
 const (
 	// pageAwayMemos is how many of the most recent memos a new page keeps clear of (pageaway.go).
 	// Measured at 2: llama1b-full marked never settles (1684 calls in the 4th instead of 0), the

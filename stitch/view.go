@@ -33,29 +33,29 @@ type view struct {
 
 // handleSpan is the arena range of the physical allocation (handle) holding arena byte pos, which
 // must hold a chunk.
-func (e *Engine) handleSpan(pos uint64) span {
-	sl := e.slots[pos/e.g]
-	start := pos/e.g*e.g - sl.hoff
-	return span{start: start, end: start + e.allocs[sl.h].n*e.g}
+func (l *layout) handleSpan(pos uint64) span {
+	sl := l.slots[pos/l.g]
+	start := pos/l.g*l.g - sl.hoff
+	return span{start: start, end: start + l.allocs[sl.h].n*l.g}
 }
 
 // handleSpanIfAny is handleSpan for Check, which must not trust pos: false when no chunk is there.
-func (e *Engine) handleSpanIfAny(pos uint64) (span, bool) {
-	if pos/e.g >= uint64(len(e.slots)) || !e.slots[pos/e.g].present || e.allocs[e.slots[pos/e.g].h] == nil {
+func (l *layout) handleSpanIfAny(pos uint64) (span, bool) {
+	if pos/l.g >= uint64(len(l.slots)) || !l.slots[pos/l.g].present || l.allocs[l.slots[pos/l.g].h] == nil {
 		return span{}, false
 	}
-	return e.handleSpan(pos), true
+	return l.handleSpan(pos), true
 }
 
 // wholeHandles returns the first handle boundary at or after s.start and the last at or before
 // s.end: [lo, hi) is the part of s made of whole handles, the only part a stitch can map in the
 // middle of a view. lo > hi when s lies inside one handle and touches neither of its ends.
-func (e *Engine) wholeHandles(s span) (lo, hi uint64) {
+func (l *layout) wholeHandles(s span) (lo, hi uint64) {
 	lo, hi = s.start, s.end
-	if h := e.handleSpan(s.start); h.start != s.start {
+	if h := l.handleSpan(s.start); h.start != s.start {
 		lo = h.end
 	}
-	if h := e.handleSpan(s.end - 1); h.end != s.end {
+	if h := l.handleSpan(s.end - 1); h.end != s.end {
 		hi = h.start
 	}
 	return lo, hi
@@ -63,11 +63,11 @@ func (e *Engine) wholeHandles(s span) (lo, hi uint64) {
 
 // handlesOf lists the handles the pieces lie in, in view order: each piece's own, so a handle
 // whose tail is the first piece and whose head the last is mapped twice.
-func (e *Engine) handlesOf(pieces []span) []span {
+func (l *layout) handlesOf(pieces []span) []span {
 	var hs []span
 	for _, p := range pieces {
 		for at := p.start; at < p.end; {
-			h := e.handleSpan(at)
+			h := l.handleSpan(at)
 			hs = append(hs, h)
 			at = h.end
 		}
@@ -76,10 +76,10 @@ func (e *Engine) handlesOf(pieces []span) []span {
 }
 
 // chunksOf lists the arena slots of every chunk of the handles the pieces lie in, in view order.
-func (e *Engine) chunksOf(pieces []span) []uint64 {
+func (l *layout) chunksOf(pieces []span) []uint64 {
 	var cs []uint64
-	for _, h := range e.handlesOf(pieces) {
-		for c := h.start / e.g; c*e.g < h.end; c++ {
+	for _, h := range l.handlesOf(pieces) {
+		for c := h.start / l.g; c*l.g < h.end; c++ {
 			cs = append(cs, c)
 		}
 	}
@@ -88,115 +88,114 @@ func (e *Engine) chunksOf(pieces []span) []uint64 {
 
 // mapView reserves a range and maps the handles under pieces into it, one whole handle per Map;
 // on error nothing is left.
-func (e *Engine) mapView(pieces []span) (*view, error) {
-	handles := e.handlesOf(pieces)
-	chunks := e.chunksOf(pieces)
-	v := &view{vsize: uint64(len(chunks)) * e.g, head: pieces[0].start - handles[0].start, pieces: pieces, chunks: chunks}
+func (l *layout) mapView(pieces []span) (*view, error) {
+	handles := l.handlesOf(pieces)
+	chunks := l.chunksOf(pieces)
+	v := &view{vsize: uint64(len(chunks)) * l.g, head: pieces[0].start - handles[0].start, pieces: pieces, chunks: chunks}
 	for _, p := range pieces {
 		v.cap += p.size()
 	}
-	base, err := e.drv.reserve(v.vsize)
+	base, err := l.drv.reserve(v.vsize)
 	if err != nil {
 		return nil, fmt.Errorf("stitch: reserve %d bytes for a stitched block: %w", v.vsize, err)
 	}
 	v.base = base
 	mapped := uint64(0) // chunks mapped so far, from the start
 	for _, h := range handles {
-		if err := e.drv.mapRange(base+uintptr(mapped*e.g), h.size(), e.slots[h.start/e.g].h, 0); err != nil {
-			e.dropRange(base, v.vsize, chunks[:mapped])
+		if err := l.drv.mapRange(base+uintptr(mapped*l.g), h.size(), l.slots[h.start/l.g].h, 0); err != nil {
+			l.dropRange(base, v.vsize, chunks[:mapped])
 			return nil, fmt.Errorf("stitch: map a handle for a stitched block: %w", err)
 		}
-		mapped += h.size() / e.g
+		mapped += h.size() / l.g
 	}
-	if err := e.drv.setAccess(base, v.vsize); err != nil {
-		e.dropRange(base, v.vsize, chunks)
+	if err := l.drv.setAccess(base, v.vsize); err != nil {
+		l.dropRange(base, v.vsize, chunks)
 		return nil, fmt.Errorf("stitch: set access on a stitched block: %w", err)
 	}
 	for _, c := range chunks {
-		e.slots[c].views++
+		l.slots[c].views++
 	}
-	e.views[base] = v
-	e.viewBytes += v.vsize
-	e.viewPush(v)
+	l.views[base] = v
+	l.viewBytes += v.vsize
+	l.viewPush(v)
 	return v, nil
 }
 
 // dropRange undoes a partly built view: unmaps the chunks mapped so far (from base on) and frees
 // the range. If the unmap fails the range is kept as an orphan that still counts as mapping them.
-func (e *Engine) dropRange(base uintptr, size uint64, mapped []uint64) {
+func (l *layout) dropRange(base uintptr, size uint64, mapped []uint64) {
 	if len(mapped) > 0 {
-		if err := e.drv.unmap(base, uint64(len(mapped))*e.g); err != nil {
-			e.log.Error("stitch: unmap during rollback failed; range kept as orphan", "err", err)
+		if err := l.drv.unmap(base, uint64(len(mapped))*l.g); err != nil {
+			l.log.Error("stitch: unmap during rollback failed; range kept as orphan", "err", err)
 			chunks := slices.Clone(mapped)
 			for _, c := range chunks {
-				e.slots[c].views++
+				l.slots[c].views++
 			}
-			e.orphans = append(e.orphans, orphan{addr: base, size: size, mapped: true, chunks: chunks})
-			e.orphanVirt += size
+			l.orphans = append(l.orphans, orphan{addr: base, size: size, mapped: true, chunks: chunks})
+			l.orphanVirt += size
 			return
 		}
 	}
-	if err := e.drv.free(base, size); err != nil {
-		e.log.Error("stitch: free during rollback failed; range kept as orphan", "err", err)
-		e.orphans = append(e.orphans, orphan{addr: base, size: size})
-		e.orphanVirt += size
+	if err := l.drv.free(base, size); err != nil {
+		l.log.Error("stitch: free during rollback failed; range kept as orphan", "err", err)
+		l.orphans = append(l.orphans, orphan{addr: base, size: size})
+		l.orphanVirt += size
 	}
 }
 
 // unmapView releases an idle view's virtual range (physical memory stays).
-func (e *Engine) unmapView(v *view) error {
-	if err := e.drv.unmap(v.base, v.vsize); err != nil {
+func (l *layout) unmapView(v *view) error {
+	if err := l.drv.unmap(v.base, v.vsize); err != nil {
 		return fmt.Errorf("stitch: unmap stitched range: %w", err)
 	}
-	if err := e.drv.free(v.base, v.vsize); err != nil {
-		e.orphans = append(e.orphans, orphan{addr: v.base, size: v.vsize})
-		e.orphanVirt += v.vsize
-		e.log.Error("stitch: free of stitched range failed; kept as orphan", "err", err)
+	if err := l.drv.free(v.base, v.vsize); err != nil {
+		l.orphans = append(l.orphans, orphan{addr: v.base, size: v.vsize})
+		l.orphanVirt += v.vsize
+		l.log.Error("stitch: free of stitched range failed; kept as orphan", "err", err)
 	}
-	e.viewUnlink(v)
+	l.viewUnlink(v)
 	for _, c := range v.chunks {
-		e.slots[c].views--
+		l.slots[c].views--
 	}
-	delete(e.views, v.base)
+	delete(l.views, v.base)
 	v.gone = true
-	e.viewsReleased++
-	e.forgetAway()
-	e.viewBytes -= v.vsize
+	l.viewsReleased++
+	l.viewBytes -= v.vsize
 	return nil
 }
 
 // viewPush makes v the most recently used view.
-func (e *Engine) viewPush(v *view) {
-	v.older, v.newer = e.viewNewest, nil
-	if e.viewNewest != nil {
-		e.viewNewest.newer = v
+func (l *layout) viewPush(v *view) {
+	v.older, v.newer = l.viewNewest, nil
+	if l.viewNewest != nil {
+		l.viewNewest.newer = v
 	} else {
-		e.viewOldest = v
+		l.viewOldest = v
 	}
-	e.viewNewest = v
+	l.viewNewest = v
 }
 
-func (e *Engine) viewUnlink(v *view) {
+func (l *layout) viewUnlink(v *view) {
 	if v.older != nil {
 		v.older.newer = v.newer
 	} else {
-		e.viewOldest = v.newer
+		l.viewOldest = v.newer
 	}
 	if v.newer != nil {
 		v.newer.older = v.older
 	} else {
-		e.viewNewest = v.older
+		l.viewNewest = v.older
 	}
 	v.older, v.newer = nil, nil
 }
 
 // trimViews releases idle views, least recently used first, while over the budget.
-func (e *Engine) trimViews() {
-	for v := e.viewOldest; v != nil && (len(e.views) > e.cfg.maxViews || e.viewBytes > e.cfg.maxViewBytes); {
+func (l *layout) trimViews() {
+	for v := l.viewOldest; v != nil && (len(l.views) > l.maxViews || l.viewBytes > l.maxViewBytes); {
 		next := v.newer
 		if v.users == 0 {
-			if err := e.unmapView(v); err != nil {
-				e.log.Warn("stitch: releasing a cached stitched range failed", "err", err)
+			if err := l.unmapView(v); err != nil {
+				l.log.Warn("stitch: releasing a cached stitched range failed", "err", err)
 				return
 			}
 		}
@@ -205,11 +204,11 @@ func (e *Engine) trimViews() {
 }
 
 // releaseIdleViews releases every view no block uses; it returns the first error.
-func (e *Engine) releaseIdleViews() error {
-	for v := e.viewOldest; v != nil; {
+func (l *layout) releaseIdleViews() error {
+	for v := l.viewOldest; v != nil; {
 		next := v.newer
 		if v.users == 0 {
-			if err := e.unmapView(v); err != nil {
+			if err := l.unmapView(v); err != nil {
 				return err
 			}
 		}
@@ -237,46 +236,23 @@ func window(v *view, off, size uint64, fn func(span) bool) {
 	}
 }
 
-// matchView finds a view of r bytes or a little more (the stitched block an earlier request of
-// this size made, as GMLake's exact match of a stitched block) whose first r bytes no live block
-// uses; nil if there is none. Taking it flushes the cached blocks there (takeHome).
-func (e *Engine) matchView(r uint64) *view {
-	var best *view
-	for v, seen := e.viewNewest, 0; v != nil && seen < maxViewScan; v, seen = v.older, seen+1 {
-		if v.cap < r || v.cap > r+r/viewMatchShare || v.cap-v.inUse < r || (best != nil && (v.cap > best.cap || v.cap == best.cap && v.pieces[0].start >= best.pieces[0].start)) {
-			continue
-		}
-		ok := true
-		window(v, 0, r, func(p span) bool {
-			return e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
-				ok = !n.b.live && e.flushable(n.b)
-				return ok
-			})
-		})
-		if ok {
-			best = v
-		}
-	}
-	return best
-}
-
 // findWindow looks through every view for the smallest run of at least r contiguous loose bytes;
 // it returns the view and the run's offset in it, or nil. A run is loose bytes only, so with fewer
 // than r loose bytes in all there is none, and the views are not walked: a miss at a new peak,
 // whose request no loose range holds, comes here with the loose set nearly empty (in the single
 // pass of llama1b-full, 79% of the searches marked and 38% unmarked).
-func (e *Engine) findWindow(r uint64) (*view, uint64) {
-	if e.loose.bytes < r {
+func (l *layout) findWindow(r uint64) (*view, uint64) {
+	if l.loose.bytes < r {
 		return nil, 0
 	}
-	return e.scanWindows(r)
+	return l.scanWindows(r)
 }
 
 // scanWindows is findWindow's walk of the views.
-func (e *Engine) scanWindows(r uint64) (*view, uint64) {
+func (l *layout) scanWindows(r uint64) (*view, uint64) {
 	var best *view
 	var bestOff, bestLen uint64
-	for v, seen := e.viewNewest, 0; v != nil && seen < maxViewScan; v, seen = v.older, seen+1 {
+	for v, seen := l.viewNewest, 0; v != nil && seen < maxViewScan; v, seen = v.older, seen+1 {
 		if v.cap-v.held < r {
 			continue // its own blocks leave no r loose bytes
 		}
@@ -294,9 +270,9 @@ func (e *Engine) scanWindows(r uint64) (*view, uint64) {
 		at := uint64(0) // view offset of the current piece
 		for _, p := range v.pieces {
 			open := runLen > 0 && runOff+runLen == at // the run reaches the start of this piece
-			s, ok := e.loose.byAddr.floor(span{start: p.start})
+			s, ok := l.loose.byAddr.floor(span{start: p.start})
 			if !ok || s.end <= p.start {
-				s, ok = e.loose.byAddr.ceil(span{start: p.start})
+				s, ok = l.loose.byAddr.ceil(span{start: p.start})
 			}
 			for ok && s.start < p.end {
 				fs, fe := max(s.start, p.start), min(s.end, p.end)
@@ -310,7 +286,7 @@ func (e *Engine) scanWindows(r uint64) (*view, uint64) {
 				if fe == p.end {
 					break
 				}
-				s, ok = e.loose.byAddr.ceil(span{start: s.end})
+				s, ok = l.loose.byAddr.ceil(span{start: s.end})
 			}
 			at += p.size()
 		}
@@ -339,26 +315,26 @@ type candidate struct {
 // (stitchable.go) tells what every loose range reaches, so a request stitching cannot serve costs
 // O(log n); else the loose ranges are taken largest first until they reach r, O(k log n) for the
 // k looked at.
-func (e *Engine) stitchPlan(r uint64) ([]span, uint64) {
-	all := e.stitchReach()
+func (l *layout) stitchPlan(r uint64) ([]span, uint64) {
+	all := l.stitchReach()
 	if all < r {
 		// Past one candidate a plan's reach is its candidates' middles and two ends, which the
 		// index sums; the largest candidate alone may reach further (a plan of one: its whole
 		// range), but no range is larger than the largest loose range.
-		if big, ok := e.loose.sizes().max(); !ok || big.size() < r {
+		if big, ok := l.loose.sizes().max(); !ok || big.size() < r {
 			return nil, all
 		}
 	}
-	cands := e.candBuf[:0]
+	cands := l.candBuf[:0]
 	var ends planEnds
-	e.loose.sizes().largestFirst(func(s, _ span, _ bool) bool {
-		if c, ok := e.candidateOf(s); ok {
+	l.loose.sizes().largestFirst(func(s, _ span, _ bool) bool {
+		if c, ok := l.candidateOf(s); ok {
 			cands = append(cands, c)
 			ends.add(cands)
 		}
 		return ends.reach < r
 	})
-	e.candBuf = cands
+	l.candBuf = cands
 	if ends.reach < r {
 		if all >= r {
 			panic("stitch: the loose ranges reach less than the stitch index says")
@@ -369,14 +345,14 @@ func (e *Engine) stitchPlan(r uint64) ([]span, uint64) {
 }
 
 // planFrom is stitchPlan over the ranges ranges gives, in any order.
-func (e *Engine) planFrom(r uint64, ranges func(func(span))) ([]span, uint64) {
-	e.candBuf = e.candBuf[:0]
+func (l *layout) planFrom(r uint64, ranges func(func(span))) ([]span, uint64) {
+	l.candBuf = l.candBuf[:0]
 	ranges(func(s span) {
-		if c, ok := e.candidateOf(s); ok {
-			e.candBuf = append(e.candBuf, c)
+		if c, ok := l.candidateOf(s); ok {
+			l.candBuf = append(l.candBuf, c)
 		}
 	})
-	cands := e.candBuf
+	cands := l.candBuf
 	// Largest first; equal sizes by address, so that the same free memory always makes the same view.
 	slices.SortFunc(cands, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(b.s.size(), a.s.size()), cmp.Compare(a.s.start, b.s.start))
@@ -470,41 +446,41 @@ func planPieces(chosen []candidate, ends planEnds, r uint64) []span {
 }
 
 // stitch maps pieces under a new view and makes them a block of r bytes.
-func (e *Engine) stitch(pieces []span, r uint64) (*block, error) {
-	v, err := e.mapView(pieces)
+func (l *layout) stitch(pieces []span, r uint64) (*block, error) {
+	v, err := l.mapView(pieces)
 	if err != nil {
 		return nil, err
 	}
-	b := e.takeView(v, 0, r)
-	e.trimViews()
+	b := l.takeView(v, 0, r)
+	l.trimViews()
 	return b, nil
 }
 
 // takeView makes bytes [off, off+r) of view v (all loose) a stitched block.
-func (e *Engine) takeView(v *view, off, r uint64) *block {
+func (l *layout) takeView(v *view, off, r uint64) *block {
 	window(v, off, r, func(p span) bool {
-		if !e.loose.take(p.start, p.end) {
+		if !l.loose.take(p.start, p.end) {
 			panic("stitch: view piece not free")
 		}
 		return true
 	})
-	return e.windowBlock(v, off, r)
+	return l.windowBlock(v, off, r)
 }
 
 // windowBlock makes bytes [off, off+r) of view v, whose arena bytes are in no free set and owned by
 // no block, a block.
-func (e *Engine) windowBlock(v *view, off, r uint64) *block {
-	b := e.newBlock()
+func (l *layout) windowBlock(v *view, off, r uint64) *block {
+	b := l.newBlock()
 	window(v, off, r, func(p span) bool {
-		e.owners.insertWith(p, b)
+		l.owners.insertWith(p, b)
 		return true
 	})
-	b.kind, b.view, b.voff, b.size, b.ptr = stitched, v, off, r, e.addressOf(home{v: v, off: off})
+	b.kind, b.view, b.voff, b.size, b.ptr = stitched, v, off, r, l.addressOf(home{v: v, off: off})
 	b.first = b.firstByte()
 	v.users++
 	v.held += r
-	e.viewUnlink(v)
-	e.viewPush(v)
+	l.viewUnlink(v)
+	l.viewPush(v)
 	return b
 }
 
