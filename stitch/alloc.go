@@ -42,14 +42,9 @@ func (e *Engine) Alloc(size uint64, s Stream) (uintptr, error) {
 
 // reuse hands cached block b out again for a request of size bytes.
 func (e *Engine) reuse(b *block, size uint64) uintptr {
-	b.list.unlink(b)
-	if b.kind == small {
-		e.smallAge.unlink(b)
-	} else {
-		e.largeAge.unlink(b)
-		if b.size >= e.cfg.smallThreshold { // memos hold large requests only
-			e.recordPlace(b, false)
-		}
+	e.takeCached(b)
+	if b.kind != small && b.size >= e.cfg.smallThreshold { // memos hold large requests only
+		e.recordPlace(b, false)
 	}
 	e.markLive(b, size)
 	e.outcomes[OutcomeExact]++
@@ -79,14 +74,8 @@ func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, err
 		// live again since costs nothing. This bounds the queue's memory.
 		e.syncRoom()
 	}
-	if !e.streamSeen {
-		// The first stream used is the hot one, whichever it is; nothing is cached yet.
-		e.hotStream, e.streamSeen = s, true
-	}
-	if s != e.hotStream && !e.multiStream {
-		if err := e.enterMultiStream(); err != nil {
-			return 0, err
-		}
+	if err := e.useStream(s); err != nil {
+		return 0, err
 	}
 	var b *block
 	var out Outcome
@@ -140,20 +129,6 @@ func (e *Engine) allocSlow(size uint64, s Stream, tried *freeList) (uintptr, err
 	return b.ptr, nil
 }
 
-// enterMultiStream is the engine's first request on a stream other than the hot one. Blocks freed
-// so far recorded no event, and their bytes may be loose already: one synchronize covers them.
-// Without it no byte is safe for the new stream, so the request fails and the next one on another
-// stream tries again.
-//
-//go:noinline
-func (e *Engine) enterMultiStream() error {
-	if err := e.synchronize(); err != nil {
-		return fmt.Errorf("stitch: synchronize before serving a second stream: %w", err)
-	}
-	e.multiStream = true
-	return nil
-}
-
 // refuse says why a request of size bytes is refused before any placement: the engine is
 // closed, the size is 0, or it exceeds the capacity. It and failed are kept out of allocSlow so
 // that their formatting's stack frame is not allocSlow's: a request served writes the fewest
@@ -183,23 +158,6 @@ func failed(err error, size uint64) error {
 	return err
 }
 
-// listFor returns the free list of cached blocks of size r on stream s, making it if needed.
-func (e *Engine) listFor(r uint64, s Stream) *freeList {
-	lists := &e.hotLists
-	if s != e.hotStream {
-		if lists = e.otherLists[s]; lists == nil {
-			lists = new(sizeLists)
-			e.otherLists[s] = lists
-		}
-	}
-	l := lists.At(r)
-	if l == nil {
-		l = &freeList{}
-		lists.Put(r, l)
-	}
-	return l
-}
-
 // allocLarge serves r bytes (r at least the small threshold, or a page) from the large pool.
 func (e *Engine) allocLarge(r uint64, s Stream) (*block, Outcome, error) {
 	b, out, err := e.placeLarge(r, s)
@@ -221,4 +179,58 @@ func (e *Engine) outOfMemory(r uint64, cause error) *OutOfMemoryError {
 		Rounded: r, FreeBytes: free, FreePieces: e.loose.len() + e.largeAge.n + e.smallFree.len() + e.smallAge.n,
 		LargestPiece: largest.size(), Stitchable: reach, Reserved: e.reserved + e.orphanBytes, Capacity: e.capacity, Err: cause,
 	}
+}
+
+// Free gives back the block at ptr; size must be the size given to Alloc.
+func (e *Engine) Free(ptr uintptr, size uint64) error {
+	e.mu.Lock()
+	b := e.blocks.At(uint64(ptr))
+	if e.closed || b == nil || !b.live || b.req != size {
+		err := e.rejectFree(b, ptr, size)
+		e.mu.Unlock()
+		return err
+	}
+	if !e.afterFree && !e.callerMarks {
+		e.finder.peak(e.live) // the live bytes peak here: the first free after a request
+		e.afterFree = true
+	}
+	e.cache(b)
+	if e.callerMarks && !e.deepMarked && e.belowPeakDeep() {
+		e.deepMarked = true
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+// belowPeakDeep reports whether the live bytes lie 1/deepTroughShare or more below their peak: a
+// step's activations freed (deepMarked, deepFound).
+func (e *Engine) belowPeakDeep() bool { return (e.peakLive-e.live)*deepTroughShare >= e.peakLive }
+
+// rejectFree says why Free refuses ptr (b: the block at it, if any), counting the refusal. It is
+// kept out of Free so that the formatting's stack frame is not Free's: a free that succeeds
+// writes the fewest stack lines (results/bench/STEADY-CPU.md).
+//
+//go:noinline
+func (e *Engine) rejectFree(b *block, ptr uintptr, size uint64) error {
+	switch {
+	case e.closed:
+		return ErrClosed
+	case b == nil:
+		e.rejected++
+		return fmt.Errorf("%w: %#x", ErrUnknownPointer, ptr)
+	case !b.live:
+		e.rejected++
+		return fmt.Errorf("%w: %#x", ErrDoubleFree, ptr)
+	default:
+		e.rejected++
+		return fmt.Errorf("%w: %#x was allocated with %d bytes, freed with %d", ErrSizeMismatch, ptr, b.req, size)
+	}
+}
+
+// cache makes live block b a cached block of its size and stream.
+func (e *Engine) cache(b *block) {
+	e.setLive(b, false)
+	e.live -= b.req
+	e.liveBlocks--
+	e.addCached(b)
 }

@@ -21,7 +21,7 @@ type block struct {
 	// walks first and next), so that a request whose block the executor's work evicted from the
 	// caches misses once on it rather than on each field.
 	first uint64    // physStart: set when made (firstByte). Check: checkBlocks
-	next  *block    // in list (freeList.push, unlink); in Engine.spare while recycled
+	next  *block    // in list (freeList.push, unlink); in layout.spare while recycled
 	prev  *block    //
 	list  *freeList // the free list of its size and stream (set once, at the first free). Check: checkBlocks
 	size  uint64    // rounded to alignment; set when made. Check: checkBlocks
@@ -30,15 +30,15 @@ type block struct {
 	live  bool      // owned by the caller (a page: held by the small pool): setLive only. Check: checkBlocks, checkRoom
 
 	roomLive  bool   // live as the room index has it: syncRoom, releaseLarge. Check: checkRoom
-	roomQueue bool   // in Engine.roomQueue, so roomLive may differ from live: roomChanged, syncRoom. Check: checkRoom
-	indexed   bool   // in Engine.blocks (allocSlow, recarve; addPage takes a page out). Check: checkBlocks, checkPages
+	roomQueue bool   // in layout.roomQueue, so roomLive may differ from live: roomChanged, syncRoom. Check: checkRoom
+	indexed   bool   // in layout.blocks (allocSlow, recarve; addPage takes a page out). Check: checkBlocks, checkPages
 	older     *block // in the pool's age list (ageList.pushNewest, unlink). Check: checkBlocks
 	newer     *block
 
-	ptr    uintptr // what Alloc returned; the key in Engine.blocks. Set when made
+	ptr    uintptr // what Alloc returned; the key in layout.blocks. Set when made
 	stream Stream  // the stream it serves: allocSlow. Check: checkBlocks (its free list's stream)
 	// Set while cached (cache), read by the flushing rules (settled).
-	freeEpoch uint64 // Engine.epoch at free: a Synchronize since then makes it safe everywhere
+	freeEpoch uint64 // blockCache.epoch at free: a Synchronize since then makes it safe everywhere
 	freeSeq   uint64 // its number among its stream's frees, when several streams are in use
 	pos       uint64 // primitive: arena offset of the first byte (carveAt). Check: checkPhysical
 	view      *view  // stitched: the view it is a window of (takeView). Check: checkPhysical

@@ -145,9 +145,9 @@ func (l *layout) releaseLarge(b *block) uint64 {
 // the new span in place: its key moves from b's first byte to pos, which keeps the index's order,
 // since b was the lowest block at the home and no other block lies between its first byte and
 // the home's. b is then a new block (a new serial: homes that saw it see another block), under a
-// new pointer if pos is not where it began, and stays in Engine.blocks (indexed). A re-carve saves
+// new pointer if pos is not where it began, and stays in layout.blocks (indexed). A re-carve saves
 // the owner index a delete and an insert, each a descent that is cold on a GPU host; where b began
-// at pos it saves Engine.blocks a delete and an insert as well. In the steady iterations of the
+// at pos it saves layout.blocks a delete and an insert as well. In the steady iterations of the
 // H200 ResNet-18 loop 57% of the misses flush cached blocks at their place; such a take re-cuts
 // the lowest of them when it is primitive.
 func (l *layout) recarve(b *block, pos, r uint64) *block {

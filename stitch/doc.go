@@ -83,21 +83,26 @@
 // owner index maps arena ranges to the large blocks holding them. The address indexes are B+ trees
 // of wide nodes and the size indexes treaps (tree.go says why).
 //
-// # Two layers: the layout core and the policy
+// # Three layers: the layout core, the block cache and the policy
 //
-// The Engine embeds its layout core (layout.go): the handles and the arena, the free set, the
-// blocks and the owner index, the room index, views and pages. The layout's methods are the only
-// code that carves a block (carve.go), grows or releases a handle (arena.go), maps or unmaps a
-// view (view.go), lends a page (small.go) or moves a byte between these; they read nothing of the
-// policy, which the compiler holds them to: a method of the layout has no way to reach the
-// Engine's own fields. Its rules of Check are in layoutcheck.go. The Engine's own fields are the
-// policy: the free lists of cached blocks (free.go), streams and events (streams.go), the growth
-// rules (growth.go), the memos, homes, contexts and the iteration finder, and the placement chain
-// (chain.go) that reads them to choose which place the layout takes. Who owns each byte, and who
-// may change it, is written where the data is, field by field (layout.go, engine.go, block.go,
-// view.go), each with the functions that write it and the rule of Check that covers it. Every
-// constant that steers the policy is in tunables.go, with what it steers and what it was measured
-// to win.
+// The Engine embeds the block cache (cache.go), which embeds the layout core (layout.go); each
+// layer's methods reach the layers below it and nothing above, which the compiler holds them to:
+// a method of a lower layer has no way to name a field of a higher one.
+//
+//   - The layout core (79 methods): the handles and the arena, the free set, the block and owner
+//     indexes, the room index, views and pages. Only its methods carve a block (carve.go), grow
+//     or release a handle (arena.go), map or unmap a view (view.go), lend a page (small.go) or
+//     give a driver object back (orphans.go); its rules of Check are in layoutcheck.go.
+//   - The block cache (27 methods): the free lists of freed blocks by size and stream, the age
+//     lists flushing walks (flush.go), streams and events (streams.go), EmptyCache's release.
+//   - The policy, the Engine's own (108 methods): Alloc and Free, the growth rules (growth.go),
+//     the memos, homes, contexts and the iteration finder, and the placement chain (chain.go) that
+//     reads them to choose which place the layout takes.
+//
+// Who owns each byte, and who may change it, is written where the data is, field by field
+// (layout.go, cache.go, engine.go, block.go, view.go), each with the functions that write it and
+// the rule of Check that covers it. Every constant that steers the policy is in tunables.go, with
+// what it steers and what it was measured to win.
 //
 // # Allocation: the placement chain
 //

@@ -9,15 +9,17 @@ import (
 
 // Engine is the stitching allocator. Make one with New; it is safe for concurrent use.
 //
-// The engine is two layers. The layout core (layout, embedded below; layout.go) says who owns each
-// byte: handles and the arena, the free set, blocks, views and pages; its methods carve, map,
-// grow and give back, and read nothing of the policy. The fields here are the policy above it:
-// the free lists of cached blocks, streams, the memos of past iterations, homes, contexts, the
-// iteration finder and the rules of growth that read them. Each field says what it holds, which
-// functions write it (New, Close and Reset aside, which set or clear everything) and which rule
-// of Check covers it (check.go: checkBlocks, checkMemos, and the layout's rules). A field that
-// Check does not cover is a hint or a statistic: every place taken from a hint is tested free
-// before it is used (placeFree, homeCost), so a stale hint costs a search, never a byte.
+// The engine is three layers, each embedded in the one above and blind to it. The layout core
+// (layout, layout.go) says who owns each byte: handles and the arena, the free set, blocks, views
+// and pages; its methods carve, map, grow and give back. The block cache (blockCache, cache.go)
+// keeps freed blocks whole for their size and stream, knows when the device is done with them
+// (streams and events) and flushes them back to the layout. The fields here are the policy above
+// both: the memos of past iterations, homes, contexts, the iteration finder, the rules of growth
+// and the placement chain that reads them. Each field says what it holds, which functions write
+// it (New, Close and Reset aside, which set or clear everything) and which rule of Check covers it
+// (check.go: checkBlocks, checkMemos, and the layout's rules). A field that Check does not cover
+// is a hint or a statistic: every place taken from a hint is tested free before it is used
+// (placeFree, homeCost), so a stale hint costs a search, never a byte.
 type Engine struct {
 	mu sync.Mutex // guards every field below; held for the whole of each exported call
 
@@ -25,8 +27,8 @@ type Engine struct {
 	// cache lines: on a GPU host the work between two requests (kernel launches, the framework's
 	// own code) evicts the engine from the caches, and each line a request touches is a miss
 	// (TestEngineHotFieldsTogether). Those written on every call come first, on the mutex's line
-	// and the next; the layout's own (capacity, blocks, roomQueue) open the layout, which follows
-	// them. Each belongs to a group below, named beside it.
+	// and the next; the block cache's and the layout's own open them, which follow. Each belongs
+	// to a group below, named beside it.
 	//
 	// Memos (below): iterOrd, requests since the last mark, this one included. Contexts (below):
 	// ctxRing, the last contextWindow requests' parts (stepContext); ctxNext, requests so far: the
@@ -40,36 +42,18 @@ type Engine struct {
 	peakLive    uint64
 	liveBlocks  int
 	outcomes    [NumOutcomes]uint64
-	closed      bool   // Close ran: every call but Close and Check fails with ErrClosed (handles)
-	multiStream bool   // a second stream has been seen (allocSlow, once): frees are numbered per stream (streams)
-	afterFree   bool   // the last call was a free that followed a request (Free sets, Alloc clears): the next request is a trough (finder)
-	callerMarks bool   // MarkIteration has been called (it sets it): the finder is off (memos)
-	streamSeen  bool   // hotStream is set (the free lists, below)
-	epoch       uint64 // successful Synchronize calls (synchronize): a block freed before is settled (streams)
+	closed      bool // Close ran: every call but Close and Check fails with ErrClosed (handles)
+	afterFree   bool // the last call was a free that followed a request (Free sets, Alloc clears): the next request is a trough (finder)
+	callerMarks bool // MarkIteration has been called (it sets it): the finder is off (memos)
 
 	cfg config // the options, fixed at New
 
-	// The free lists: cached blocks by stream and size, lowest address first. hotStream is the
-	// first stream a request used (set once by allocSlow, with streamSeen); its lists need no map
-	// lookup (otherLists holds the others'). cache pushes (listFor makes a list), reuse and flush
-	// unlink. Check: checkBlocks (every cached block in exactly the list of its size and stream;
-	// counts and links).
-	hotStream Stream
-	hotLists  sizeLists
-	slowPaths uint64 // requests that missed the exact path (allocSlow): the clock of event polls (streams)
-	// largeAge, smallAge: the cached blocks of each pool in order of free, the set flushing walks:
-	// cache pushes; reuse and flush unlink. Check: checkBlocks (every cached block in exactly one,
-	// the right one; counts).
-	largeAge ageList
-	smallAge ageList
 	// Memos (below): memoCur, where the current iteration's large requests went; iter, where the
 	// iteration stands against the memos.
 	memoCur []memoEntry
 	iter    memoState
 
-	layout
-
-	otherLists map[Stream]*sizeLists // the free lists of the other streams (see hotLists)
+	blockCache
 
 	// Growth (growth.go): how the rules that size a growth read the job so far.
 	grownIter uint64 // bytes created since the iteration began (growthExtra, peakAhead): growDeficit, startIteration
@@ -105,11 +89,6 @@ type Engine struct {
 	// lies near the peak so far. Set once, by startFoundIteration, never cleared; deficitBytes
 	// reads it. A hint: not checked.
 	deepFound bool
-	// Streams and events (streams.go). With one stream nothing here is used (multiStream, epoch
-	// and slowPaths are in the first group).
-	clocks     map[Stream]*streamClock // per stream: frees numbered and events pending (cache, poll, synchronize)
-	clockOrder []Stream                // the streams of clocks in the order they were first used (clockFor)
-
 	// Memos, homes and contexts: where earlier requests went, for the placement chain (alloc.go).
 	// homes: places where blocks of each size lay, least recently used first (homes.go):
 	// rememberHome adds, findHomeBut drops the places of released views (when viewsReleased
@@ -144,13 +123,11 @@ type Engine struct {
 	awayReleased uint64
 
 	// Scratch buffers, kept for reuse: each holds nothing between the calls that use it.
-	flushBuf  []*block         // flushUnder, matchView
-	flushHeap []flushCandidate // flushUntil's heap
-	looseBuf  []span           // loose ranges in address order, for idleRunsIn
-	segBuf    []idleSeg        // segments of an idle run, for findIdle and idlePlan
-	runBuf    []span           // idle runs gathered by idlePlan
-	planBuf   []span           // the runs of those idlePlan tries a plan over
-	placeBuf  []span           // the arena pieces of a place being taken, for takeHome
+	looseBuf []span    // loose ranges in address order, for idleRunsIn
+	segBuf   []idleSeg // segments of an idle run, for findIdle and idlePlan
+	runBuf   []span    // idle runs gathered by idlePlan
+	planBuf  []span    // the runs of those idlePlan tries a plan over
+	placeBuf []span    // the arena pieces of a place being taken, for takeHome
 
 	// Statistics (Stats), besides live, peakLive, liveBlocks and outcomes in the first group.
 	rejected uint64 // frees refused (Free)
@@ -172,11 +149,9 @@ func New(d Driver, opts ...Option) (*Engine, error) {
 		}
 	}
 	e := &Engine{cfg: c}
-	if err := e.layout.open(d, &e.cfg); err != nil {
+	if err := e.blockCache.open(d, &e.cfg); err != nil {
 		return nil, err
 	}
-	e.otherLists = make(map[Stream]*sizeLists)
-	e.clocks = make(map[Stream]*streamClock)
 	return e, nil
 }
 
@@ -203,17 +178,4 @@ func (e *Engine) Reserved() uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.reserved + e.orphanBytes
-}
-
-func (e *Engine) synchronize() error {
-	if err := e.drv.synchronize(); err != nil {
-		return err
-	}
-	e.epoch++
-	// Every free so far is done: pending events have nothing left to tell.
-	for _, c := range e.clocks {
-		c.done = c.freed
-	}
-	e.dropClockEvents()
-	return nil
 }

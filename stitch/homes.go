@@ -47,7 +47,7 @@ type homeList struct {
 	inViews map[home]int
 	live    int // entries not dead
 	first   int // no live entry before it
-	// pruned: Engine.viewsReleased when the homes in released views were last dropped; while it
+	// pruned: layout.viewsReleased when the homes in released views were last dropped; while it
 	// is still the count, no live entry lies in a released view.
 	pruned uint64
 }
@@ -248,7 +248,7 @@ func (e *Engine) homeCost(h home, r, limit uint64, under *[]*block) (cost uint64
 func (e *Engine) takeHome(h home, r uint64) *block { return e.takeHomeOver(h, r, nil, false) }
 
 // takeHomeOver is takeHome told, when known is set, the cached blocks at the home (under, held in
-// Engine.flushBuf, as placeUnder found them): the walk of the owner index for them is not made
+// blockCache.flushBuf, as placeUnder found them): the walk of the owner index for them is not made
 // again.
 func (e *Engine) takeHomeOver(h home, r uint64, under []*block, known bool) *block {
 	if h.v == nil {
@@ -297,29 +297,6 @@ func (e *Engine) takeHomeOver(h home, r uint64, under []*block, known bool) *blo
 	}
 	return e.primitiveAt(h.off, r)
 }
-
-// uncache takes cached primitive block b, the lowest of the blocks at an arena home about to be
-// re-cut into a block of the arena ranges pieces (sorted by start), out of the cache: as flushInto
-// does, but b keeps its node of the owner index (recarve).
-func (e *Engine) uncache(b *block, pieces []span) {
-	b.list.unlink(b)
-	e.largeAge.unlink(b)
-	e.leaveRoom(b)
-	e.giveBackOutside(span{start: b.pos, end: b.pos + b.size}, pieces)
-}
-
-// flushInto flushes cached large block b for a block about to be made of the arena ranges pieces
-// (sorted by start): as flush does, except that of b's bytes only those outside pieces are given
-// back to the loose set (dissolveInto).
-func (e *Engine) flushInto(b *block, pieces []span) {
-	b.list.unlink(b)
-	e.largeAge.unlink(b)
-	e.dissolveInto(b, pieces)
-}
-
-// idle reports whether large block b may be flushed to make room: cached and, with several
-// streams, settled.
-func (e *Engine) idle(b *block) bool { return !b.live && e.flushable(b) }
 
 // matchView finds a view of r bytes or a little more (the stitched block an earlier request of
 // this size made, as GMLake's exact match of a stitched block) whose first r bytes no live block

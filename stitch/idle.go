@@ -1,9 +1,6 @@
 package stitch
 
-import (
-	"math"
-	"slices"
-)
+import "math"
 
 // idleWindow is a place for a block of r bytes that no live block uses: bytes [off, off+r) of the
 // arena (v == nil) or of view v. The cached blocks overlapping it must be flushed to take it.
@@ -399,30 +396,6 @@ func (e *Engine) idleRunAround(p span) span {
 			return run
 		}
 	}
-}
-
-// blocksUnder gathers, once each, the blocks owning bytes of pieces, into e.flushBuf.
-func (e *Engine) blocksUnder(pieces []span) []*block {
-	under := e.flushBuf[:0]
-	for _, p := range pieces {
-		e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
-			if !slices.Contains(under, n.b) {
-				under = append(under, n.b)
-			}
-			return true
-		})
-	}
-	return under
-}
-
-// flushUnder flushes every cached block owning bytes of pieces.
-func (e *Engine) flushUnder(pieces []span) {
-	flush := e.blocksUnder(pieces)
-	for _, b := range flush {
-		e.flush(b)
-	}
-	clear(flush)
-	e.flushBuf = flush[:0]
 }
 
 // cachedIn is the bytes of cached blocks owning arena bytes in [start, end) (a stitched block with

@@ -8,22 +8,23 @@ import (
 	"github.com/gmlake/gmlake/internal/intmap"
 )
 
-// layout is the engine's layout core: who owns each byte the engine holds. Every physical byte is
-// in a handle mapped at the arena; every present byte of the arena is loose (the free set) or
-// owned by one large block (live, cached, or lent to the small pool as a page); a stitched block
-// owns arena ranges through the view that maps their handles. The layout's methods carve blocks
-// from loose memory, grow and release handles, map and unmap views and keep the indexes over
-// them (owners, room, stitchable); they read nothing of the policy that decides where a request
-// goes (the Engine's own fields: free lists, memos, homes, contexts, the finder), so that the
-// policy can change without touching what Check proves about the bytes.
+// layout is the engine's layout core, the lowest of its three layers (doc.go): who owns each byte
+// the engine holds. Every physical byte is in a handle mapped at the arena; every present byte of
+// the arena is loose (the free set) or owned by one large block (live, cached, or lent to the
+// small pool as a page); a stitched block owns arena ranges through the view that maps their
+// handles. The layout's methods carve blocks from loose memory, grow and release handles, map and
+// unmap views and keep the indexes over them (owners, room, stitchable); they read nothing of the
+// block cache (cache.go) or of the policy that decides where a request goes (the Engine's own
+// fields: memos, homes, contexts, the finder), so that both can change without touching what
+// Check proves about the bytes.
 //
 // Each field says what it holds, which functions write it (New, Close and Reset aside, which set
-// or clear everything) and which rule of Check covers it (layoutcheck.go: checkFreeSet, checkPhysical,
-// checkViews, checkPages, checkRoom, checkStitchable; checkBlocks, on the Engine, covers the
-// blocks against the free lists too).
+// or clear everything) and which rule of Check covers it (layoutcheck.go: checkFreeSet,
+// checkPhysical, checkViews, checkPages, checkRoom, checkStitchable; checkBlocks, on the Engine,
+// covers the blocks against the free lists too).
 //
-// The first fields are read by every request and every free; they follow the Engine's own hot
-// fields in memory (TestEngineHotFieldsTogether).
+// The first fields are read by every request and every free; they follow the hot fields of the
+// Engine and the block cache in memory (TestEngineHotFieldsTogether).
 type layout struct {
 	capacity uint64 // physical bytes the engine may create (handles)
 	// blocks: every live and cached block handed out by Alloc, by pointer (not pages): allocSlow

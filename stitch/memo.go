@@ -242,7 +242,7 @@ func (e *Engine) placeFree(h home, r uint64) bool {
 }
 
 // placeUnder is placeFree that also returns, when the place is free, the cached blocks there, in
-// Engine.flushBuf (valid until the next change of the layout or use of the buffer).
+// blockCache.flushBuf (valid until the next change of the layout or use of the buffer).
 func (e *Engine) placeUnder(h home, r uint64) ([]*block, bool) {
 	if h.v != nil && h.v.gone {
 		return nil, false // the view was released
@@ -273,7 +273,7 @@ func (e *Engine) pick(l *freeList, r uint64) *block {
 }
 
 // cachedAt returns the cached block of list l that lies at place h, or nil: a lookup in
-// Engine.blocks by the pointer a block there has, not a walk of the list (which may hold thousands
+// layout.blocks by the pointer a block there has, not a walk of the list (which may hold thousands
 // of blocks), nor a descent of the owner index (a cache miss a level on a GPU host).
 // The list's first and last blocks are looked at first: the lowest and highest of their size,
 // which a training loop's layer of one shape, carved in address order, takes back in order.

@@ -18,31 +18,6 @@ func (e *Engine) EmptyCache() error {
 	return e.emptyCache()
 }
 
-func (e *Engine) emptyCache() error {
-	_ = e.retryOrphans() // first, so that chunks an orphaned range maps become releasable
-	if err := e.synchronize(); err != nil {
-		return fmt.Errorf("stitch: synchronize before releasing memory: %w", err)
-	}
-	e.flushSmallPool()
-	e.releaseEmptyPages()
-	e.flushUntil(&e.largeAge, ^uint64(0))
-	var errs []error
-	if err := e.releaseIdleViews(); err != nil {
-		errs = append(errs, err)
-	}
-	for _, pa := range e.releaseCandidates() {
-		if e.releasable(pa) {
-			if err := e.releaseAlloc(pa); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	if err := e.retryOrphans(); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
 // Reset frees every live block, then releases memory as EmptyCache does.
 func (e *Engine) Reset() error {
 	e.mu.Lock()
@@ -94,13 +69,9 @@ func (e *Engine) Close() error {
 	}
 	// Whatever is still held (after a failure above, or cached blocks waiting for events) goes now;
 	// what the driver refuses is kept as an orphan for the next Close.
-	e.dropClockEvents()
-	closeErrs, orphanErr := e.layout.close()
+	closeErrs, orphanErr := e.blockCache.close()
 	errs = append(errs, closeErrs...)
 	e.closed = true
-	e.largeAge, e.smallAge = ageList{}, ageList{}
-	e.hotLists.Clear()
-	e.otherLists = nil
 	e.live, e.liveBlocks = 0, 0
 	if len(e.orphans) > 0 {
 		errs = append(errs, fmt.Errorf("stitch: %d driver objects could not be given back; Close again to retry: %w", len(e.orphans), orphanErr))

@@ -3,7 +3,7 @@ package stitch
 import "slices"
 
 // page is a large block lent to the small pool. Small blocks are carved from it by best fit; its
-// free ranges live in Engine.smallFree tagged with its id, so they never coalesce across pages.
+// free ranges live in layout.smallFree tagged with its id, so they never coalesce across pages.
 type page struct {
 	id   uint64
 	blk  *block // the large block it is

@@ -12,7 +12,7 @@ type streamClock struct {
 	freed   uint64         // frees on the stream so far
 	done    uint64         // frees the device is known to be done with
 	pending []pendingEvent // oldest first, at most maxPendingEvents
-	polled  uint64         // Engine.slowPaths at the last poll
+	polled  uint64         // blockCache.slowPaths at the last poll
 	// freedLarge: the large blocks freed on the stream, in free order, that may still be cached
 	// and unsettled (cache appends; unsettledLarge and noteFreedLarge drop the others); kept:
 	// its length after the last compaction.
@@ -37,10 +37,10 @@ func (f freedBlock) stale(c *streamClock, epoch uint64) bool {
 // noteFreedLarge records the free of large block b on its stream, numbered already; once the
 // record holds more than twice the entries the last compaction kept (and freedSlack more), the
 // stale ones are dropped, so that it stays proportional to the stream's cached blocks.
-func (e *Engine) noteFreedLarge(c *streamClock, b *block) {
+func (bc *blockCache) noteFreedLarge(c *streamClock, b *block) {
 	c.freedLarge = append(c.freedLarge, freedBlock{b: b, serial: b.serial, seq: b.freeSeq})
 	if len(c.freedLarge) > 2*c.kept+freedSlack {
-		c.freedLarge = slices.DeleteFunc(c.freedLarge, func(f freedBlock) bool { return f.stale(c, e.epoch) })
+		c.freedLarge = slices.DeleteFunc(c.freedLarge, func(f freedBlock) bool { return f.stale(c, bc.epoch) })
 		clear(c.freedLarge[len(c.freedLarge):cap(c.freedLarge)])
 		c.kept = len(c.freedLarge)
 	}
@@ -48,7 +48,7 @@ func (e *Engine) noteFreedLarge(c *streamClock, b *block) {
 
 // unsettledLarge reports whether a large block freed on the stream is cached and not yet settled
 // (settled would poll for it), dropping the settled entries at the front.
-func (e *Engine) unsettledLarge(c *streamClock) bool {
+func (bc *blockCache) unsettledLarge(c *streamClock) bool {
 	i := 0
 	for i < len(c.freedLarge) && c.freedLarge[i].seq <= c.done {
 		i++
@@ -60,7 +60,7 @@ func (e *Engine) unsettledLarge(c *streamClock) bool {
 		c.kept = min(c.kept, n)
 	}
 	for _, f := range c.freedLarge {
-		if !f.stale(c, e.epoch) {
+		if !f.stale(c, bc.epoch) {
 			return true
 		}
 	}
@@ -71,10 +71,10 @@ func (e *Engine) unsettledLarge(c *streamClock) bool {
 // slow path that has a cached large block not yet settled: the streams a walk over every block
 // asking settled would poll. A search of the idle runs with several streams then looks only at the
 // rooms (room.go), as with one, and makes the same driver calls as that walk.
-func (e *Engine) pollUnsettled() {
-	for _, s := range e.clockOrder {
-		if c := e.clocks[s]; c.polled != e.slowPaths && e.unsettledLarge(c) {
-			e.poll(s, c)
+func (bc *blockCache) pollUnsettled() {
+	for _, s := range bc.clockOrder {
+		if c := bc.clocks[s]; c.polled != bc.slowPaths && bc.unsettledLarge(c) {
+			bc.poll(s, c)
 		}
 	}
 }
@@ -85,52 +85,52 @@ type pendingEvent struct {
 }
 
 // clockFor returns stream s's clock, making it if needed.
-func (e *Engine) clockFor(s Stream) *streamClock {
-	c := e.clocks[s]
+func (bc *blockCache) clockFor(s Stream) *streamClock {
+	c := bc.clocks[s]
 	if c == nil {
 		c = &streamClock{}
-		e.clocks[s] = c
-		e.clockOrder = append(e.clockOrder, s)
+		bc.clocks[s] = c
+		bc.clockOrder = append(bc.clockOrder, s)
 	}
 	return c
 }
 
 // settled reports whether cached block b's stream is done with it: its free predates a
 // Synchronize, or an event recorded after it has completed. With one stream, always.
-func (e *Engine) settled(b *block) bool {
-	if !e.multiStream || b.freeEpoch < e.epoch {
+func (bc *blockCache) settled(b *block) bool {
+	if !bc.multiStream || b.freeEpoch < bc.epoch {
 		return true
 	}
-	c := e.clockFor(b.stream)
+	c := bc.clockFor(b.stream)
 	if b.freeSeq <= c.done {
 		return true
 	}
-	e.poll(b.stream, c)
+	bc.poll(b.stream, c)
 	return b.freeSeq <= c.done
 }
 
 // poll asks the driver, once per slow path, which of stream s's pending events have completed,
 // and records a new one if frees since the newest are not covered.
-func (e *Engine) poll(s Stream, c *streamClock) {
-	if c.polled == e.slowPaths {
+func (bc *blockCache) poll(s Stream, c *streamClock) {
+	if c.polled == bc.slowPaths {
 		return
 	}
-	c.polled = e.slowPaths
-	e.pollPending(c)
+	c.polled = bc.slowPaths
+	bc.pollPending(c)
 	if c.freed <= c.done || len(c.pending) > 0 && c.pending[len(c.pending)-1].covered == c.freed ||
 		len(c.pending) == maxPendingEvents {
 		return
 	}
-	if e.recordOn(s, c) {
-		e.pollPending(c) // a stream with nothing queued is done already
+	if bc.recordOn(s, c) {
+		bc.pollPending(c) // a stream with nothing queued is done already
 	}
 }
 
 // recordOn records an event on stream s covering every free so far; it reports whether it did.
-func (e *Engine) recordOn(s Stream, c *streamClock) bool {
-	ev, err := e.drv.recordEvent(s)
+func (bc *blockCache) recordOn(s Stream, c *streamClock) bool {
+	ev, err := bc.drv.recordEvent(s)
 	if err != nil {
-		e.log.Warn("stitch: record event failed; blocks freed on the stream wait for a later one", "err", err)
+		bc.log.Warn("stitch: record event failed; blocks freed on the stream wait for a later one", "err", err)
 		return false
 	}
 	c.pending = append(c.pending, pendingEvent{ev: ev, covered: c.freed})
@@ -139,15 +139,15 @@ func (e *Engine) recordOn(s Stream, c *streamClock) bool {
 
 // pollPending queries c's pending events, newest first; the first complete one settles every free
 // it covers, and it and every older event are destroyed.
-func (e *Engine) pollPending(c *streamClock) {
+func (bc *blockCache) pollPending(c *streamClock) {
 	for i := len(c.pending) - 1; i >= 0; i-- {
-		done, err := e.drv.eventDone(c.pending[i].ev)
+		done, err := bc.drv.eventDone(c.pending[i].ev)
 		if err != nil || !done {
 			continue
 		}
 		c.done = max(c.done, c.pending[i].covered)
 		for _, p := range c.pending[:i+1] {
-			e.destroyEvent(p.ev)
+			bc.destroyEvent(p.ev)
 		}
 		c.pending = append(c.pending[:0], c.pending[i+1:]...)
 		return
@@ -155,11 +155,24 @@ func (e *Engine) pollPending(c *streamClock) {
 }
 
 // dropClockEvents destroys every pending event (after a Synchronize, and at Close).
-func (e *Engine) dropClockEvents() {
-	for _, c := range e.clocks {
+func (bc *blockCache) dropClockEvents() {
+	for _, c := range bc.clocks {
 		for _, p := range c.pending {
-			e.destroyEvent(p.ev)
+			bc.destroyEvent(p.ev)
 		}
 		c.pending = c.pending[:0]
 	}
+}
+
+func (bc *blockCache) synchronize() error {
+	if err := bc.drv.synchronize(); err != nil {
+		return err
+	}
+	bc.epoch++
+	// Every free so far is done: pending events have nothing left to tell.
+	for _, c := range bc.clocks {
+		c.done = c.freed
+	}
+	bc.dropClockEvents()
+	return nil
 }

@@ -13,7 +13,7 @@ import (
 // SetAccess and Unmap per handle it maps, however large the handles are. Blocks (live or cached) use windows of it
 // whose bytes are disjoint; a view no block uses is idle and may be released.
 type view struct {
-	base   uintptr  // its virtual range: the key in Engine.views. mapView
+	base   uintptr  // its virtual range: the key in layout.views. mapView
 	vsize  uint64   // reserved and mapped bytes: len(chunks) * G. mapView. Check: checkViews
 	head   uint64   // offset of the first piece's first byte in its handle. mapView. Check: checkViews
 	pieces []span   // arena ranges, in view order. mapView. Check: checkViews (they meet at handle boundaries)

@@ -1,90 +1,18 @@
 package stitch
 
-import "fmt"
+import "slices"
 
-// Free gives back the block at ptr; size must be the size given to Alloc.
-func (e *Engine) Free(ptr uintptr, size uint64) error {
-	e.mu.Lock()
-	b := e.blocks.At(uint64(ptr))
-	if e.closed || b == nil || !b.live || b.req != size {
-		err := e.rejectFree(b, ptr, size)
-		e.mu.Unlock()
-		return err
-	}
-	if !e.afterFree && !e.callerMarks {
-		e.finder.peak(e.live) // the live bytes peak here: the first free after a request
-		e.afterFree = true
-	}
-	e.cache(b)
-	if e.callerMarks && !e.deepMarked && e.belowPeakDeep() {
-		e.deepMarked = true
-	}
-	e.mu.Unlock()
-	return nil
-}
-
-// belowPeakDeep reports whether the live bytes lie 1/deepTroughShare or more below their peak: a
-// step's activations freed (deepMarked, deepFound).
-func (e *Engine) belowPeakDeep() bool { return (e.peakLive-e.live)*deepTroughShare >= e.peakLive }
-
-// rejectFree says why Free refuses ptr (b: the block at it, if any), counting the refusal. It is
-// kept out of Free so that the formatting's stack frame is not Free's: a free that succeeds
-// writes the fewest stack lines (results/bench/STEADY-CPU.md).
-//
-//go:noinline
-func (e *Engine) rejectFree(b *block, ptr uintptr, size uint64) error {
-	switch {
-	case e.closed:
-		return ErrClosed
-	case b == nil:
-		e.rejected++
-		return fmt.Errorf("%w: %#x", ErrUnknownPointer, ptr)
-	case !b.live:
-		e.rejected++
-		return fmt.Errorf("%w: %#x", ErrDoubleFree, ptr)
-	default:
-		e.rejected++
-		return fmt.Errorf("%w: %#x was allocated with %d bytes, freed with %d", ErrSizeMismatch, ptr, b.req, size)
-	}
-}
-
-// cache makes live block b a cached block of its size and stream.
-func (e *Engine) cache(b *block) {
-	e.setLive(b, false)
-	e.live -= b.req
-	e.liveBlocks--
-	b.freeEpoch = e.epoch
-	if e.multiStream {
-		c := e.clockFor(b.stream)
-		c.freed++
-		b.freeSeq = c.freed
-		if b.kind != small {
-			e.noteFreedLarge(c, b)
-		}
-		if len(c.pending) == 0 {
-			// The stream's clock is idle: start it here rather than at the next slow path, so
-			// that the event completes as early as the stream allows.
-			e.recordOn(b.stream, c)
-		}
-	}
-	if b.list == nil {
-		b.list = e.listFor(b.size, b.stream)
-	}
-	b.list.push(b)
-	if b.kind == small {
-		e.smallAge.pushNewest(b)
-	} else {
-		e.largeAge.pushNewest(b)
-	}
-}
+// Flushing: a cached block given back to the layout (its bytes to the loose set or its page), to
+// make room for a request no cached block fits. The block cache flushes; the placement chain
+// (chain.go) decides when and where.
 
 // flushUntil moves flushable cached blocks of one pool to its free ranges, highest address first
 // (a canonical order: the lowest blocks, which free lists hand out first, stay cached), until one
 // free range of at least r bytes forms; it reports whether one did. The blocks are taken from a
 // max-heap of their first bytes, built in one pass: a miss that flushes a few blocks of a pool
 // holding thousands costs a walk of the pool, not a sort of it.
-func (e *Engine) flushUntil(age *ageList, r uint64) bool {
-	h := e.flushHeap[:0]
+func (bc *blockCache) flushUntil(age *ageList, r uint64) bool {
+	h := bc.flushHeap[:0]
 	for b := age.oldest; b != nil; b = b.newer {
 		h = append(h, flushCandidate{at: b.physStart(), b: b})
 	}
@@ -98,13 +26,13 @@ func (e *Engine) flushUntil(age *ageList, r uint64) bool {
 		h[0], h[last] = h[last], flushCandidate{}
 		h = h[:last]
 		siftDown(h, 0)
-		if e.flushable(b) && e.flush(b) >= r {
+		if bc.flushable(b) && bc.flush(b) >= r {
 			found = true
 			break
 		}
 	}
 	clear(h)
-	e.flushHeap = h[:0]
+	bc.flushHeap = h[:0]
 	return found
 }
 
@@ -120,12 +48,12 @@ func (e *Engine) flushUntil(age *ageList, r uint64) bool {
 // sequence length, played four times): flushing until one range holds the request grows the
 // pool by 18 pages in the fourth repetition; flushing the pool grows it in the first two only,
 // to fewer pages (147 against 168).
-func (e *Engine) flushSmallPool() bool {
+func (bc *blockCache) flushSmallPool() bool {
 	flushed := false
-	for b := e.smallAge.oldest; b != nil; {
+	for b := bc.smallAge.oldest; b != nil; {
 		next := b.newer
-		if e.flushable(b) {
-			e.flush(b)
+		if bc.flushable(b) {
+			bc.flush(b)
 			flushed = true
 		}
 		b = next
@@ -159,21 +87,68 @@ func siftDown(h []flushCandidate, i int) {
 }
 
 // flushable reports whether cached block b may serve other streams (see settled).
-func (e *Engine) flushable(b *block) bool { return e.settled(b) }
+func (bc *blockCache) flushable(b *block) bool { return bc.settled(b) }
 
 // flush gives cached block b's bytes back to the free ranges and forgets it; it returns the size of
 // the largest free range its bytes joined.
-func (e *Engine) flush(b *block) uint64 {
+func (bc *blockCache) flush(b *block) uint64 {
 	b.list.unlink(b)
-	e.unindex(b)
+	bc.unindex(b)
 	var merged uint64
 	if b.kind == small {
-		e.smallAge.unlink(b)
-		merged = e.flushSmall(b)
+		bc.smallAge.unlink(b)
+		merged = bc.flushSmall(b)
 	} else {
-		e.largeAge.unlink(b)
-		merged = e.releaseLarge(b)
+		bc.largeAge.unlink(b)
+		merged = bc.releaseLarge(b)
 	}
-	e.recycle(b)
+	bc.recycle(b)
 	return merged
+}
+
+// flushInto flushes cached large block b for a block about to be made of the arena ranges pieces
+// (sorted by start): as flush does, except that of b's bytes only those outside pieces are given
+// back to the loose set (dissolveInto).
+func (bc *blockCache) flushInto(b *block, pieces []span) {
+	b.list.unlink(b)
+	bc.largeAge.unlink(b)
+	bc.dissolveInto(b, pieces)
+}
+
+// uncache takes cached primitive block b, the lowest of the blocks at an arena home about to be
+// re-cut into a block of the arena ranges pieces (sorted by start), out of the cache: as flushInto
+// does, but b keeps its node of the owner index (recarve).
+func (bc *blockCache) uncache(b *block, pieces []span) {
+	b.list.unlink(b)
+	bc.largeAge.unlink(b)
+	bc.leaveRoom(b)
+	bc.giveBackOutside(span{start: b.pos, end: b.pos + b.size}, pieces)
+}
+
+// idle reports whether large block b may be flushed to make room: cached and, with several
+// streams, settled.
+func (bc *blockCache) idle(b *block) bool { return !b.live && bc.flushable(b) }
+
+// blocksUnder gathers, once each, the blocks owning bytes of pieces, into e.flushBuf.
+func (bc *blockCache) blocksUnder(pieces []span) []*block {
+	under := bc.flushBuf[:0]
+	for _, p := range pieces {
+		bc.owners.overlapping(p.start, p.end, func(n *tnode) bool {
+			if !slices.Contains(under, n.b) {
+				under = append(under, n.b)
+			}
+			return true
+		})
+	}
+	return under
+}
+
+// flushUnder flushes every cached block owning bytes of pieces.
+func (bc *blockCache) flushUnder(pieces []span) {
+	flush := bc.blocksUnder(pieces)
+	for _, b := range flush {
+		bc.flush(b)
+	}
+	clear(flush)
+	bc.flushBuf = flush[:0]
 }
