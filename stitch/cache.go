@@ -44,7 +44,7 @@ type blockCache struct {
 	clockOrder []Stream                // the streams of clocks in the order they were first used (clockFor)
 
 	// Scratch buffers, kept for reuse: each holds nothing between the calls that use it.
-	flushBuf  []*block         // flushUnder, matchView
+	flushBuf  []*block         // flushUnder
 	flushHeap []flushCandidate // flushUntil's heap
 }
 

@@ -45,14 +45,12 @@ var largeChain = [...]chainStep{
 	{room: (*Engine).payShapeFlushStep},                                  // a new shape after a dominating iteration: the large cache flushed (dominate.go)
 	{propose: (*Engine).proposeHome},                                     // unmarked: where a block of this size lay, flushing the fewest cached bytes (homes.go)
 	{propose: (*Engine).proposeLoose},                                    // the best-fitting loose range
-	{propose: (*Engine).proposeViewMatch},                                // unmarked: a view of about this size whose window no live block uses (homes.go)
 	{propose: (*Engine).proposeViewWindow},                               // a run of loose bytes in a view
 	{room: (*Engine).flushForNewShape, propose: (*Engine).proposeLowest}, // a new shape: from coalesced memory, first fit (shape.go)
 	{propose: (*Engine).proposeIdle},                                     // the idle window that flushes the fewest cached bytes (idle.go)
 	{propose: (*Engine).proposeStitch},                                   // loose pieces stitched under a new view
 	{propose: (*Engine).proposeIdleStitch},                               // idle pieces stitched, flushing the cached blocks they cover
 	{room: (*Engine).flushLargeUntil, propose: (*Engine).proposeLoose},   // cached large blocks flushed until a loose range of r bytes forms
-	{propose: (*Engine).proposeViewWindow},                               // a run of loose bytes in a view, once more
 }
 
 // placeLarge places r bytes: the first proposal of the chain is taken; past it, new memory.
@@ -126,23 +124,6 @@ func (e *Engine) proposeHome(r uint64) (proposal, bool) {
 func (e *Engine) proposeLoose(r uint64) (proposal, bool) {
 	pos, ok := e.looseFit(r)
 	return proposal{at: home{off: pos}, out: OutcomeSplit}, ok
-}
-
-// proposeViewMatch proposes, unmarked, a view of about r bytes whose window no live block uses
-// (GMLake's exact match of a stitched block). With iterations marked, as for homes, the memos
-// place what repeats, and a view kept for a size is not weighed against the best-fitting loose
-// range: measured on the 20 traces of the placement check, marked, a view match against none:
-// capacity / peak active higher on 9 traces (t5base-encdec 1.0148 against 1.0138,
-// gpt2xl-full-ckpt 1.0053 against 1.0046) and lower on 4 (Mixtral 1.0045 against 1.0050,
-// resnet50-multiscale-full 1.0047 against 1.0051); the largest warm-up iteration's driver time
-// summed 1,714 against 1,622 ms, the largest steady one's 678 against 678. Unmarked the view
-// match stays: without it llama1b-full needs 1.0091 × its peak instead of 1.0074.
-func (e *Engine) proposeViewMatch(r uint64) (proposal, bool) {
-	if e.marked() {
-		return proposal{}, false
-	}
-	v := e.matchView(r)
-	return proposal{at: home{v: v}, out: OutcomeSplit}, v != nil
 }
 
 func (e *Engine) proposeViewWindow(r uint64) (proposal, bool) {

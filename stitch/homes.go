@@ -297,26 +297,3 @@ func (e *Engine) takeHomeOver(h home, r uint64, under []*block, known bool) *blo
 	}
 	return e.primitiveAt(h.off, r)
 }
-
-// matchView finds a view of r bytes or a little more (the stitched block an earlier request of
-// this size made, as GMLake's exact match of a stitched block) whose first r bytes no live block
-// uses; nil if there is none. Taking it flushes the cached blocks there (takeHome).
-func (e *Engine) matchView(r uint64) *view {
-	var best *view
-	for v, seen := e.viewNewest, 0; v != nil && seen < maxViewScan; v, seen = v.older, seen+1 {
-		if v.cap < r || v.cap > r+r/viewMatchShare || v.cap-v.inUse < r || (best != nil && (v.cap > best.cap || v.cap == best.cap && v.pieces[0].start >= best.pieces[0].start)) {
-			continue
-		}
-		ok := true
-		window(v, 0, r, func(p span) bool {
-			return e.owners.overlapping(p.start, p.end, func(n *tnode) bool {
-				ok = !n.b.live && e.flushable(n.b)
-				return ok
-			})
-		})
-		if ok {
-			best = v
-		}
-	}
-	return best
-}

@@ -365,16 +365,6 @@ func homeSizes(rng *rand.Rand) uint64 {
 	return sizes[rng.IntN(len(sizes))]
 }
 
-// TestViewMatchOnlyUnmarked is TestHomesOnlyUnmarked for a view matching the request's size,
-// under a capacity that makes the engine stitch (proposeViewMatch's comment has the measurements).
-func TestViewMatchOnlyUnmarked(t *testing.T) {
-	const mib = 1 << 20
-	proposedOnlyUnmarked(t, []Option{WithCapacity(64 * mib), WithHandleSize(2 * mib)}, 4000, 0,
-		func(rng *rand.Rand) uint64 { return uint64(1+rng.IntN(12))*mib + uint64(rng.IntN(2))*(mib/2) },
-		func(e *Engine, r uint64) bool { return e.matchView(r) != nil },
-		func(e *Engine, r uint64) bool { _, ok := e.proposeViewMatch(r); return ok })
-}
-
 // proposedOnlyUnmarked runs steps random large allocations (sizes from size) and frees, marked
 // every 40 steps from step markFrom on or never, on an engine made with opts (96 MiB of capacity
 // by default), and checks before each allocation that propose proposes exactly when found finds a

@@ -474,7 +474,7 @@ const (
 
 // Stitched views (view.go).
 const (
-	// maxViewScan bounds the views a miss looks through (matchView, findWindow, findIdle), most
+	// maxViewScan bounds the views a miss looks through (findWindow, findIdle), most
 	// recently used first, so that a miss costs the same with a hundred cached views or thousands
 	// (BenchmarkMissManyViews: 0.05 ms per miss at 100 views and 0.5 ms at 5000, against 4.7 ms
 	// without the bound). Views beyond it are not searched; they are still found by the homes of
@@ -483,11 +483,6 @@ const (
 	// (llama1b-full marked 5183 steady calls instead of 5436, t5base-encdec marked 34.8 instead of
 	// 25.3), 0 calls in the 4th on every trace either way.
 	maxViewScan = 256
-	// viewMatchShare: matchView reuses a view of r bytes up to r + r/viewMatchShare (GMLake's
-	// exact match of a stitched block, with some slack). Measured at 16 (a tighter match): mixed
-	// (llama1b-full marked 5323 steady calls instead of 5436, t5base-encdec marked 32.1 instead of
-	// 25.3 and unmarked 34.8 instead of 50.9); 0 calls in the 4th either way.
-	viewMatchShare = 4
 )
 
 // The small pool (small.go, pageaway.go: allocSmall).

@@ -18,9 +18,9 @@ func BenchmarkMissManyViews(b *testing.B) {
 		name string
 		base uint64 // sizes are base - 512, base - 1024, ...
 	}{
-		// Fits a 2G view (GMLake's exact match of a stitched block): matchView answers.
+		// Fits a 2G view: the idle-window search of the views answers, one view's window.
 		{"fits", 2 * g},
-		// Too small for matchView: the idle-window search of the views answers.
+		// Smaller than a view: the same search, a window of a view.
 		{"smaller", 3 * g / 2},
 	}
 	for _, c := range cases {
