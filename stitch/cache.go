@@ -9,7 +9,7 @@ import (
 // below) and the placement policy (the Engine, which embeds it). A freed block stays whole in the
 // free list of its size and stream, so that the next request of that size on that stream takes it
 // with no search (GMLake's exact match); the age lists order the cached blocks by free, for the
-// flushes that give their bytes back to the layout (free.go). With several streams, a cached block
+// flushes that give their bytes back to the layout (flush.go). With several streams, a cached block
 // may serve another stream only once the device is done with its free (streams.go: frees numbered
 // per stream, events recorded and polled). The cache's methods reach the layout, never the policy.
 //

@@ -72,7 +72,7 @@
 //     iterations are marked, away from the large blocks of new shapes), else from the large pool
 //     like any request (so a page may itself be stitched); small blocks are never stitched. A small
 //     request that no page's free range holds first flushes every cached small block, so that
-//     best fit sees the pool coalesced (flushSmallPool, free.go). A page whose
+//     best fit sees the pool coalesced (flushSmallPool, flush.go). A page whose
 //     blocks are all free is given back only when a large request lacks memory that the capacity
 //     does not allow to create: pages given back and made again land elsewhere, and their cached
 //     small blocks are lost.

@@ -29,7 +29,7 @@ import (
 // repetition): spare pages left loose are taken by large requests and the next page grows again
 // (the GPT-2-XL LoRA trace, unmarked: a growth of 33 calls in the fourth). Fewer memos kept clear
 // leave more late calls, and smaller page growths more calls in all. With a small miss flushing the
-// whole pool (free.go), on the 30 traces of make bench (capacity / peak active, marked): pages
+// whole pool (flush.go), on the 30 traces of make bench (capacity / peak active, marked): pages
 // placed anywhere when unmarked cost a mean of 0.00015 and the UNet 1.0098 -> 1.0140 (unmarked the
 // mean 0.0004, the UNet 1.030 -> 1.037); spare pages left loose the same mean and the UNet 1.0140.
 // A growth in proportion to the pool (an eighth) once kept a small pool that crept from growing

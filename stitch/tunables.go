@@ -20,7 +20,7 @@ const (
 	// soon cannot hold them, and pages are added although the pool has room in pieces. In the large
 	// pool they go wherever a range fits, byte for byte. Measured with gmlake-bench replay
 	// --min-capacity on 27 traces (7 shared, 15 held out, 3 gpu-train, 2 H200 ResNet; marked), the
-	// small pool flushed whole on a miss (free.go, flushSmallPool), capacity / peak active at 1 MiB,
+	// small pool flushed whole on a miss (flush.go, flushSmallPool), capacity / peak active at 1 MiB,
 	// 512, 256 and 128 KiB: the largest 1.0200, 1.0132, 1.0105, 1.0115, the mean 1.0048, 1.0042,
 	// 1.0039, 1.0039, traces above 1.01 2, 2, 1, 2. Against 1 MiB with the small pool flushed only
 	// until a range holds the request (release 0.4.7): the UNet 1.0217 -> 1.0098, t5base 1.0138 ->
