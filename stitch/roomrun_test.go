@@ -20,7 +20,7 @@ func TestFindIdleViewsExact(t *testing.T) {
 			inView, flushing := 0, 0
 			randomLargeWorkload(t, streams, func(e *Engine, step int) {
 				const mib = 1 << 20
-				for _, r := range []uint64{mib / 2, mib, 3 * mib, 8 * mib, 20 * mib} {
+				for _, r := range []uint64{mib / 2, mib, 2 * mib, 3 * mib, 5 * mib, 8 * mib, 12 * mib, 20 * mib} {
 					want, wantOK := exhaustiveIdle(e, r)
 					got, ok := e.findIdle(r)
 					require.Equal(t, wantOK, ok, "step %d: window of %d bytes", step, r)
