@@ -48,8 +48,8 @@ type blockCache struct {
 	flushHeap []flushCandidate // flushUntil's heap
 }
 
-// takeCached takes cached block b out of its free list and its pool's age list, to be handed out
-// again (reuse).
+// takeCached takes cached block b out of its free list and its pool's age list: to be handed out
+// again (reuse) or flushed (flush, flushInto, uncache).
 func (bc *blockCache) takeCached(b *block) {
 	b.list.unlink(b)
 	if b.kind == small {

@@ -92,14 +92,12 @@ func (bc *blockCache) flushable(b *block) bool { return bc.settled(b) }
 // flush gives cached block b's bytes back to the free ranges and forgets it; it returns the size of
 // the largest free range its bytes joined.
 func (bc *blockCache) flush(b *block) uint64 {
-	b.list.unlink(b)
+	bc.takeCached(b)
 	bc.unindex(b)
 	var merged uint64
 	if b.kind == small {
-		bc.smallAge.unlink(b)
 		merged = bc.flushSmall(b)
 	} else {
-		bc.largeAge.unlink(b)
 		merged = bc.releaseLarge(b)
 	}
 	bc.recycle(b)
@@ -110,8 +108,7 @@ func (bc *blockCache) flush(b *block) uint64 {
 // (sorted by start): as flush does, except that of b's bytes only those outside pieces are given
 // back to the loose set (dissolveInto).
 func (bc *blockCache) flushInto(b *block, pieces []span) {
-	b.list.unlink(b)
-	bc.largeAge.unlink(b)
+	bc.takeCached(b)
 	bc.dissolveInto(b, pieces)
 }
 
@@ -119,8 +116,7 @@ func (bc *blockCache) flushInto(b *block, pieces []span) {
 // re-cut into a block of the arena ranges pieces (sorted by start), out of the cache: as flushInto
 // does, but b keeps its node of the owner index (recarve).
 func (bc *blockCache) uncache(b *block, pieces []span) {
-	b.list.unlink(b)
-	bc.largeAge.unlink(b)
+	bc.takeCached(b)
 	bc.leaveRoom(b)
 	bc.giveBackOutside(span{start: b.pos, end: b.pos + b.size}, pieces)
 }
