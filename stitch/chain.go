@@ -180,7 +180,6 @@ func (e *Engine) growAnew(r uint64) (*block, error) {
 // within the capacity (it has less than the capacity says: another process, another pool), the
 // need alone is grown.
 func (e *Engine) growDeficit(need uint64) error {
-	e.noteFreeRate()
 	ahead := e.peakAhead(need)
 	n := need + max(ahead, e.growthExtra(need))
 	err := e.grow(n, need+ahead)

@@ -18,11 +18,10 @@
 // iteration finder has found one beginning where the live bytes lie a quarter or more below their
 // peak, a step's activations freed: wholeIterationKnown) the bound follows how scarce memory is:
 // the headroom times its share of the capacity over 256 (deficitBytes), larger far from the
-// capacity and smaller near it. In the job's first iteration, before that (the caller's first
-// marked iteration; never marked, once frees come at a training loop's rate, unmarkedTraining),
-// far from the capacity a growth makes at least 1/128 of the headroom but no more than the memory
-// held (firstAhead, growth.go), so that the job's memory is built in a few growths rather than one
-// per request (WithExactGrowth turns it off). Until an iteration is seen (the setup and the first
+// capacity and smaller near it. Until an iteration is seen (the job's setup and first iteration,
+// marked or not), far from the capacity a growth makes at least 1/128 of the headroom but no more
+// than the memory held (firstAhead, growth.go), so that the job's memory is built in a few growths
+// rather than one per request (WithExactGrowth turns it off). Until an iteration is seen (the setup and the first
 // iteration, marked or not) a handle may hold the headroom times its own share of 128 TiB where
 // that is more and no more than the memory held (firstHandleBytes: 128 MiB handles on an H200, the
 // headroom share under a 16 GiB room), so that a large device builds a job far below it in few

@@ -74,14 +74,6 @@ type Engine struct {
 	seenIteration  bool
 	grownAtRequest uint64
 	deepMarked     bool
-	// trainingSeen: never marked, frees have come at a training loop's rate (noteFreeRate, at each
-	// growth before an iteration is seen; unmarkedTraining reads it): at least 1/trainingFreeShare
-	// of the requests served over a window of trainingWindow or more, which a job's setup
-	// (weights, optimizer state) does not reach and a training step, which frees what it
-	// allocates, does. Set once, never cleared, with the window's start (trainingFrom: requests
-	// served, trainingFreed: frees, at its start). A hint: not checked.
-	trainingSeen                bool
-	trainingFrom, trainingFreed uint64
 	// deepFound: never marked, the finder has found an iteration's beginning (its second or a
 	// later one) at a trough 1/deepTroughShare or more below the most live bytes ever: the
 	// activations of a step freed, as at the end of a training iteration, where a trough inside

@@ -142,58 +142,25 @@ func (e *Engine) growthExtra(n uint64) uint64 {
 	return min(limit, (e.capacity-used)/e.g)
 }
 
-// firstMarkedIteration reports whether the engine is building the job's memory in the caller's
-// first marked iteration (callerMarks, before seenIteration: request by request).
-func (e *Engine) firstMarkedIteration() bool { return e.callerMarks && !e.seenIteration }
-
-// firstIterationFar reports whether the engine is building the job's first iteration far from
-// the capacity: the caller's first marked iteration (firstMarkedIteration) or, never marked, the
-// iterations before one is seen once frees show the training loop (unmarkedTraining); and the
+// firstIterationFar reports whether the engine is building the job's memory before it has seen a
+// whole iteration (seenIteration: the setup and the first iteration, marked or not) with the
 // memory held at most 1/firstAheadFarShare of the room below the capacity. There a growth makes
 // bytes ahead of its request (firstAhead); near the capacity, where a minimum capacity is
 // decided, it does not.
 func (e *Engine) firstIterationFar() bool {
-	if !e.firstMarkedIteration() && !e.unmarkedTraining() {
+	if e.seenIteration {
 		return false
 	}
 	held := e.reserved + e.orphanBytes
 	return held < e.capacity && held <= (e.capacity-held)/firstAheadFarShare
 }
 
-// unmarkedTraining reports whether the engine, never marked and before it has seen an iteration,
-// serves a training loop rather than a job's setup (trainingSeen, noteFreeRate). The setup of a
-// job that will mark comes before its first mark, so the rule reaches it too; a setup frees
-// little (tunables.go).
-func (e *Engine) unmarkedTraining() bool {
-	return !e.callerMarks && !e.seenIteration && e.trainingSeen
-}
-
-// noteFreeRate closes, at a growth, the window of requests over which the rate of frees is judged
-// (trainingSeen) once it holds trainingWindow requests or more, and starts the next: frees at
-// 1/trainingFreeShare of the rate of requests or more show the training loop. Judged at growths
-// only (before an iteration is seen, never marked), so the rate costs the requests and frees
-// nothing: the frees are the requests served less the live blocks.
-func (e *Engine) noteFreeRate() {
-	if e.callerMarks || e.seenIteration || e.trainingSeen {
-		return
-	}
-	served := uint64(0)
-	for _, n := range e.outcomes {
-		served += n
-	}
-	if n := served - e.trainingFrom; n >= trainingWindow {
-		freed := served - uint64(e.liveBlocks)
-		e.trainingSeen = (freed-e.trainingFreed)*trainingFreeShare >= n
-		e.trainingFrom, e.trainingFreed = served, freed
-	}
-}
-
-// firstAhead is how many bytes a growth creates at the least in the job's first iteration far
-// from the capacity (firstIterationFar): 1/firstAheadRoomShare of what the capacity
+// firstAhead is how many bytes a growth creates at the least before the engine has seen an
+// iteration, far from the capacity (firstIterationFar): 1/firstAheadRoomShare of what the capacity
 // still allows beyond the memory held, but no more than the memory held (a small job on a large
 // device at most doubles what it holds); 0 otherwise, with fixed handles and with WithExactGrowth.
-// The bytes ahead are loose memory that the next requests take, so the first iteration grows in a
-// few large steps where it made one per request and stitched what the loose memory could not
+// The bytes ahead are loose memory that the next requests take, so the setup and the first
+// iteration grow in a few large steps where they made one per request and stitched what the loose memory could not
 // hold in one range (tunables.go says what it was measured to cost and save).
 func (e *Engine) firstAhead() uint64 {
 	if e.cfg.handleSize > 0 || e.cfg.exactGrowth || !e.firstIterationFar() {
