@@ -21,12 +21,11 @@
 // capacity and smaller near it. Until an iteration is seen (the job's setup and first iteration,
 // marked or not), far from the capacity a growth makes at least 1/128 of the headroom but no more
 // than the memory held (firstAhead, growth.go), so that the job's memory is built in a few growths
-// rather than one per request (WithExactGrowth turns it off). Until an iteration is seen (the setup and the first
-// iteration, marked or not) a handle may hold the headroom times its own share of 128 TiB where
-// that is more and no more than the memory held (firstHandleBytes: 128 MiB handles on an H200, the
-// headroom share under a 16 GiB room), so that a large device builds a job far below it in few
-// handles. WithHandleSize fixes one size instead. At New the engine
-// reserves one virtual range as large as the capacity (the arena) and maps every handle it
+// rather than one per request (WithExactGrowth turns it off), and a handle may hold the headroom
+// times its own share of 128 TiB where that is more and no more than the memory held
+// (firstHandleBytes: 128 MiB handles on an H200, the headroom share under a 16 GiB room), so that
+// a large device builds a job far below it in few handles. WithHandleSize fixes one size instead.
+// At New the engine reserves one virtual range as large as the capacity (the arena) and maps every handle it
 // creates, whole, at fixed slots of it (one slot per chunk of G bytes), for as long as the handle
 // lives. So an arena offset names a physical byte: a free range, a block's bytes and a stitched
 // block's pieces are all ranges of arena offsets, and "no byte is used by two live blocks" is a

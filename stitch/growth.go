@@ -160,8 +160,8 @@ func (e *Engine) firstIterationFar() bool {
 // still allows beyond the memory held, but no more than the memory held (a small job on a large
 // device at most doubles what it holds); 0 otherwise, with fixed handles and with WithExactGrowth.
 // The bytes ahead are loose memory that the next requests take, so the setup and the first
-// iteration grow in a few large steps where they made one per request and stitched what the loose memory could not
-// hold in one range (tunables.go says what it was measured to cost and save).
+// iteration grow in a few large steps where they made one per request and stitched what the loose
+// memory could not hold in one range (tunables.go says what it was measured to cost and save).
 func (e *Engine) firstAhead() uint64 {
 	if e.cfg.handleSize > 0 || e.cfg.exactGrowth || !e.firstIterationFar() {
 		return 0

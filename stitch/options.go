@@ -116,8 +116,9 @@ func WithHandleSize(bytes uint64) Option {
 // growth.go): until the engine has seen an iteration, marked or not, a growth creates what its
 // request lacks and no more (with WithWarmupGrowth or WithGrowthSlack, what they add). By default,
 // far from the capacity, a growth there creates at least 1/128 of the room below the capacity, but
-// no more than the memory held, so that the job's memory is built in a few growths rather than one per request and
-// stitches of what the loose memory cannot hold in one range; that memory is held from then on.
+// no more than the memory held, so that the job's memory is built in a few growths rather than
+// one per request and stitches of what the loose memory cannot hold in one range; that memory is
+// held from then on.
 // With it the engine holds no more than the requests ask, at the driver time of the first
 // iteration that tunables.go measures.
 func WithExactGrowth() Option {
