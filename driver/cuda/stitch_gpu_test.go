@@ -49,7 +49,9 @@ func free(t *testing.T, e *stitch.Engine, p uintptr, size uint64) {
 // Two freed blocks separated by a live one are stitched into one contiguous block: bytes written
 // through the stitched block read back through the blocks' own (arena) ranges, and the reverse.
 func TestGPUEngineOutcomes(t *testing.T) {
-	e, d := newEngine(t)
+	// Exact growth: each of the first requests makes its own memory (no bytes ahead of the job's
+	// setup), so that each is served by the outcome named.
+	e, d := newEngine(t, stitch.WithExactGrowth())
 	g := e.Granularity()
 	n := 4 * g
 
