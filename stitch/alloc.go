@@ -195,15 +195,12 @@ func (e *Engine) Free(ptr uintptr, size uint64) error {
 		e.afterFree = true
 	}
 	e.cache(b)
-	if e.callerMarks && !e.deepMarked && e.belowPeakDeep() {
-		e.deepMarked = true
-	}
 	e.mu.Unlock()
 	return nil
 }
 
 // belowPeakDeep reports whether the live bytes lie 1/deepTroughShare or more below their peak: a
-// step's activations freed (deepMarked, deepFound).
+// step's activations freed (deepFound).
 func (e *Engine) belowPeakDeep() bool { return (e.peakLive-e.live)*deepTroughShare >= e.peakLive }
 
 // rejectFree says why Free refuses ptr (b: the block at it, if any), counting the refusal. It is

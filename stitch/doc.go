@@ -8,8 +8,8 @@
 // bytes (G, 2 MiB on CUDA). A growth's handles are sized to the headroom: the largest power-of-two
 // multiple of G within 1/8192 of the bytes the capacity still allows, at most 1 GiB (handleUnit,
 // tunables.go), so 8 or 16 MiB for a job far from the capacity of an H200 and one chunk near it.
-// Once the engine has seen a whole iteration (marked: a memo remembered; unmarked: a repeated
-// request and as many requests since the last growth as before it), what a growth lacks is a new
+// Once the engine has seen a whole iteration (a memo remembered: at the caller's second mark, or
+// never marked at the second beginning the finder finds), what a growth lacks is a new
 // peak's excess and is made as one handle, within 1/1024 of that headroom (deficitUnit), so that
 // a new peak costs a few VMM calls; such a growth also makes, ahead of the iteration's next
 // requests, as much as the iteration has grown so far, within the same bound (peakAhead, growth.go),
@@ -273,8 +273,8 @@
 // window needs. Without marks from the caller the engine finds where iterations begin (below) and
 // follows memos from there, so every trace repeated four times makes no driver call in its fourth
 // repetition never marked too. Before the first iteration is found, what it remembers of its
-// requests (their contexts: size and live bytes, repeat.go) tells a growth whether an iteration
-// has been seen, and keeps new pages away from the places large requests took (pageaway.go).
+// requests (their contexts: size and live bytes, repeat.go) keeps new pages away from the places
+// large requests took (pageaway.go).
 //
 // # Iterations found without marks (iterfinder.go)
 //

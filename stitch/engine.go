@@ -58,22 +58,11 @@ type Engine struct {
 	// Growth (growth.go): how the rules that size a growth read the job so far.
 	grownIter uint64 // bytes created since the iteration began (growthExtra, peakAhead): growDeficit, startIteration
 	// seenIteration: the engine has seen a whole iteration of the job, so that what a growth
-	// lacks is a new peak's excess and is created as one handle (deficitUnit, growth.go). Set
-	// once, never cleared (but for the caller's first mark, which restores what it was at the
-	// finder's first boundary): by startIteration (a mark, the caller's or the finder's) when it
-	// remembers the first memo; and before that, marked or not, by grow when a large request has
-	// repeated the size and context of an earlier one (repeatSeen, with the contexts below) and
-	// the engine has served, since its last growth, at least as many requests as before it
-	// (grownAtRequest: ctxNext at the last growth): the micro-steps of gradient accumulation
-	// repeat inside the first marked iteration. A repeat alone is not enough: recomputation
-	// repeats a block's forward requests within the first iteration. Marked, the rule also waits
-	// for a free that leaves the live bytes 1/deepTroughShare or more below their peak
-	// (deepMarked: set by Free once the caller marks, never cleared): a micro-step frees its
-	// activations before the next repeats it, while the layers of a forward pass (a frozen
-	// teacher's, in distillation) repeat with the activations held.
-	seenIteration  bool
-	grownAtRequest uint64
-	deepMarked     bool
+	// lacks is a new peak's excess and is created as one handle (deficitUnit, growth.go), and the
+	// setup's and first iteration's bytes ahead stop (firstAhead). Set by startIteration (a mark,
+	// the caller's or the finder's) when it remembers the first memo; cleared only by the caller's
+	// first mark, which drops the finder's memos.
+	seenIteration bool
 	// deepFound: never marked, the finder has found an iteration's beginning (its second or a
 	// later one) at a trough 1/deepTroughShare or more below the most live bytes ever: the
 	// activations of a step freed, as at the end of a training iteration, where a trough inside
@@ -101,11 +90,8 @@ type Engine struct {
 	// Contexts (repeat.go): a request's context is its size and the live bytes before it, with
 	// the contextWindow-1 requests before it (ctxRing: stepContext). contexts: where the last
 	// large request of each context went (rememberContext, unmarked only). Hints: not checked.
-	// ctxRing and ctxNext are in the first group. repeatSeen: a large request has repeated the
-	// size and context of an earlier one (rememberContext sets it, once; grow reads it), beside
-	// the contexts, whose lines rememberContext touches anyway.
-	repeatSeen bool
-	contexts   intmap.Map[contextPlace]
+	// ctxRing and ctxNext are in the first group.
+	contexts intmap.Map[contextPlace]
 	// awaySpans: the places new pages keep away from (rememberedSpans, pageaway.go), kept while
 	// awayValid and no view has been released since (awayReleased: viewsReleased then);
 	// forgetAway drops them when the memos or the contexts change. Not checked

@@ -194,12 +194,5 @@ func (e *Engine) peakAhead(need uint64) uint64 {
 // release near the arena's end does not walk the slots before it. On any driver error everything
 // created by this call is undone.
 func (e *Engine) grow(n, need uint64) error {
-	if !e.seenIteration && e.repeatSeen && e.ctxNext-e.grownAtRequest >= e.grownAtRequest && (!e.callerMarks || e.deepMarked) {
-		e.seenIteration = true // unmarked: see seenIteration (engine.go)
-	}
-	err := e.growParts(e.handleParts(n, need))
-	if err == nil {
-		e.grownAtRequest = e.ctxNext
-	}
-	return err
+	return e.growParts(e.handleParts(n, need))
 }

@@ -64,7 +64,6 @@ package stitch
 // until then. A level slack of 1/64 to 1/256 of the peak instead of iterLevelSlack finds none of
 // that loop's iterations and loses others (qwen150k-lora, neox20b): not taken.
 type iterFinder struct {
-	seen    bool     // Engine.seenIteration when the first boundary was found (startFoundIteration)
 	count   uint64   // boundaries found (Stats.IterationsFound)
 	last    uint64   // requests before the last boundary found (Engine.ctxNext then); 0: none yet
 	longest uint64   // the most requests between two boundaries found

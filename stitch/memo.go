@@ -85,20 +85,17 @@ func (e *Engine) MarkIteration() {
 	}
 	if !e.callerMarks && e.finder.count > 0 {
 		// The caller's marks replace the finder's: what its iterations left (those of the job's
-		// setup, for a caller that marks from its first step) is dropped.
+		// setup, for a caller that marks from its first step) is dropped, and with their memos
+		// the iteration they showed.
 		e.memoCur, e.memos, e.remembered = e.memoCur[:0], nil, 0
-		e.seenIteration = e.finder.seen
+		e.seenIteration = false
 	}
 	e.callerMarks, e.afterFree = true, false
 	e.startIteration()
 }
 
-// startFoundIteration begins an iteration where the finder found one (Alloc), noting at the first
-// what MarkIteration restores.
+// startFoundIteration begins an iteration where the finder found one (Alloc).
 func (e *Engine) startFoundIteration() {
-	if e.finder.count == 1 {
-		e.finder.seen = e.seenIteration
-	}
 	if e.finder.count >= 2 && e.belowPeakDeep() {
 		e.deepFound = true
 	}

@@ -8,47 +8,25 @@ import "math/bits"
 // A request's context is its size and the live bytes before it, and those of the three requests
 // before it: in a loop the request at the same point of the next iteration has the same context
 // (the live bytes differ from one layer to the next, so the layers of one iteration do not share
-// contexts). The place each large request took is remembered under its context, unmarked and,
-// marked, until an iteration has been seen. Two rules read them: a growth takes an iteration as
-// seen once a large request has repeated the size and context of an earlier one and the engine
-// has served, since its last growth, as many requests as before it (seenIteration, engine.go;
-// grow, growth.go); and, unmarked, new pages keep away from the places the contexts remember
-// (pageaway.go). The first rule holds inside a marked first iteration too: gradient
-// accumulation repeats its micro-steps there. Measured with gmlake-bench replay --min-capacity
-// --repeat 4 on the 32 traces of make bench, marked, against the rule unmarked only: GPT-2 with
-// four accumulated micro-batches 1.0105 -> 1.0048 x peak active, its largest steady iteration
-// 20.7 -> 6.9 ms (within 1% of its step, 7.4) and warm-up 64.5 -> 20.4; gpt2xl-full-ckpt's warm-up
-// 145 -> 72 ms for 1.0047 -> 1.0072; llama7b-lora-ckpt-off 1.0004 -> 1.0005; the other 29 the same.
-// What the rule sees is a loop's structure rather than a whole iteration: on every trace it was
-// looked at, the first repeat is 1 to 27 requests after the request it repeats (a layer after the
-// layer before it: gpt2-gradaccum at request 191, gpt2xl-full-ckpt at 49, llama7b-lora-ckpt-off at
-// 926, the BERT -> DistilBERT distillation loop at 368, inside the frozen teacher's forward pass).
-// On that loop the rule alone was a defect: the rest of the first iteration grew in deficit
-// handles, which live blocks of other sizes later share, and its minimum capacity was 1.0242 x
-// peak active (the pool: 1.011; with 2 MiB handles 1.0077). So, marked, the rule also waits for a
-// free that leaves the live bytes a quarter or more below their peak (deepMarked, engine.go;
-// deepTroughShare, tunables.go): a micro-step of gradient accumulation frees its activations
-// before the next one repeats it; a teacher's layers repeat while the activations are held.
-// Measured with gmlake-bench replay --min-capacity --repeat 4 on the 42 traces (marked, the H200's
-// costs; 2026-12-07, release 0.5.9) against the rule without that wait: capacity within target on
-// 39 instead of 38, the distillation loop 1.0242 -> 1.0094 (its largest warm-up iteration 2.5 ->
-// 1.3 ms), the gradient-accumulation GPT-2 unchanged (1.0178), the mean 1.0056 -> 1.0053; the
-// largest steady and warm-up iterations within target on the same 40 and 40 (opt1.3b-lora-ckpt
-// 2.8 -> 1.6 ms steady and 9.8 -> 5.2 warm-up; llama7b-lora-ckpt-off's warm-up 10.0 -> 15.0
-// against 398); the other 38 traces unchanged; never marked, nothing changes. Measured with
-// gmlake-bench replay --min-capacity --repeat 4 on the 39 traces of the project (marked;
-// 2026-12-07) and not taken: a repeat counted only when the request it repeats came before the
-// last growth fixes that loop (1.0094) but costs the
-// gradient-accumulation GPT-2 1.0063 -> 1.0111 and the warm-up target on 3 traces (gpt2xl-full-ckpt
-// 24.7 -> 107.8 ms, llama7b-lora-ckpt-off 42.7 -> 106.3, GPT-2 medium 18.4 -> 53.4); deficit
-// handles only once a memo is remembered (the rule then moves only the bytes ahead), the loop
-// 1.0091 but the accumulation GPT-2 1.0104 and the same warm-up losses (gpt2xl-full-ckpt 119.1 ms);
-// a repeat only when it is at least half of the requests so far away, the same losses and the
-// distillation loop unchanged; deficit handles only for a deficit of at least 4 or 16
-// headroom-sized handles, the distillation loop 1.0242 and 1.0201, steady targets 35 and 32 of 39
-// instead of 35; handles re-cut to the blocks (tunables.go) only while the room
-// is under an eighth or a quarter of the capacity, the distillation loop 1.0242 and the
-// gradient-accumulation GPT-2 1.0105 (its bytes strand while the room is still large).
+// contexts). The place each large request took is remembered under its context until the engine
+// follows marks (the caller's or the finder's), and new pages of the small pool keep away from
+// those places (pageaway.go).
+//
+// Contexts no longer tell the engine that it has seen an iteration. A growth took an iteration as
+// seen once a large request had repeated the size and context of an earlier one and the engine had
+// served, since its last growth, as many requests as before it (marked, only after a free that
+// left the live bytes a quarter below their peak): from then on the first iteration's bytes ahead
+// stopped and a growth's deficit was one large handle. It was made for gradient accumulation,
+// whose micro-steps repeat inside the first marked iteration. Measured without it on 2026-12-07
+// (after release 0.5.9, once the setup grows ahead never marked too; gmlake-bench replay
+// --min-capacity --repeat 4, the H200's costs, the 46 trace files): the same targets met in both
+// modes (marked 41 capacity, 43 steady, 43 warm-up; never marked 41, 42, 43), mean capacity
+// 1.00546 -> 1.00523 marked and 1.00602 -> 1.00591 never marked, the gradient-accumulation GPT-2
+// 1.0175 -> 1.0108 marked (1.0087 -> 1.0076 never marked), gpt2xl-full-ckpt 1.0075 -> 1.0043, the
+// largest warm-up iterations summed 282 -> 265 ms marked and 280 -> 266 never marked; worse only
+// on the largest steady iteration of GPT-2 medium marked (0.55 -> 1.24 ms against 4.9) and of
+// llama7b-lora-ckpt-off never marked (2.7 -> 5.2 ms against 39.8). So it is gone, with the marked
+// wait for a deep free that kept it out of a distillation loop's frozen teacher.
 //
 // Contexts do not place requests: with the finder, every trace's iterations from about the third
 // are marked and follow memos, and sending a request where the last one of its context went
@@ -61,7 +39,7 @@ import "math/bits"
 // largest steady iteration within 1% of the step on 14 traces instead of 17 never marked.
 //
 // Cost: a context step per request, a map write per large request until the engine follows marks
-// (the caller's or the finder's) and has seen an iteration.
+// (the caller's or the finder's).
 
 // contextPlace is where the last large request of a context went.
 type contextPlace struct {
@@ -87,18 +65,14 @@ func (e *Engine) context() uint64 {
 }
 
 // rememberContext records where large block b went for the current request under its context,
-// and notes a repeat (repeatSeen): unmarked, and marked until an iteration is seen.
+// while the engine follows no marks (the caller's or the finder's).
 func (e *Engine) rememberContext(b *block) {
-	if e.marked() && e.seenIteration {
+	if e.marked() {
 		return
 	}
 	if e.contexts.Len() >= maxContexts {
 		e.contexts.Clear()
 	}
-	k := e.context()
-	if old, ok := e.contexts.Get(k); ok && old.size == b.size && !e.repeatSeen {
-		e.repeatSeen = true
-	}
-	e.contexts.Put(k, contextPlace{size: b.size, at: b.place()})
+	e.contexts.Put(e.context(), contextPlace{size: b.size, at: b.place()})
 	e.forgetAway()
 }

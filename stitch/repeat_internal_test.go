@@ -9,8 +9,9 @@ import (
 
 // TestContextsTellLayersApart: the layers of one iteration ask for the same sizes in the same
 // order, but the live bytes before each differ (the activations kept so far), so their requests
-// have contexts of their own: no repeat is seen inside the first iteration; the second iteration,
-// at the same live bytes, repeats the first's contexts.
+// have contexts of their own: the first iteration's 24 large requests leave 24 contexts; the
+// second iteration, at the same live bytes, repeats the first's contexts, but for its first
+// contextWindow-1 requests, whose windows reach back into the first iteration's end.
 func TestContextsTellLayersApart(t *testing.T) {
 	e, err := New(&nullDriver{}, WithCapacity(1<<30))
 	require.NoError(t, err)
@@ -30,7 +31,7 @@ func TestContextsTellLayersApart(t *testing.T) {
 		}
 	}
 	iteration()
-	assert.False(t, e.repeatSeen, "a repeat seen inside the first iteration")
+	assert.Equal(t, 24, e.contexts.Len(), "a context per large request of the first iteration")
 	iteration()
-	assert.True(t, e.repeatSeen, "the second iteration repeats the first's contexts")
+	assert.Equal(t, 24+contextWindow-1, e.contexts.Len(), "the second iteration repeats the first's contexts")
 }

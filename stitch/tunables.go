@@ -229,9 +229,7 @@ const deficitMarkedShare = 256
 // the rule once the finder has found 3 or 5 beginnings (38 and 37 steady targets, but capacity on
 // 38 and 37: ConvNeXt 1.0088 -> 1.0164, the gradient-accumulation GPT-2 1.0110 at 5), once a found
 // iteration grew no memory (distillation 1.0239 -> 1.0473), and troughs half the peak deep (38
-// steady targets). Marked, the same depth gates the repeat rule inside the caller's first marked
-// iteration (seenIteration, engine.go; repeat.go says what it wins: the distillation loop 1.0242
-// -> 1.0094 x peak active).
+// steady targets).
 const deepTroughShare = 4
 
 // The bytes ahead of the setup and the first iteration (firstAhead, growth.go). Until the engine
