@@ -93,7 +93,7 @@
 //     give a driver object back (orphans.go); its rules of Check are in layoutcheck.go.
 //   - The block cache (27 methods): the free lists of freed blocks by size and stream, the age
 //     lists flushing walks (flush.go), streams and events (streams.go), EmptyCache's release.
-//   - The policy, the Engine's own (106 methods): Alloc and Free, the growth rules (growth.go),
+//   - The policy, the Engine's own (103 methods): Alloc and Free, the growth rules (growth.go),
 //     the memos, homes, contexts and the iteration finder, and the placement chain (chain.go) that
 //     reads them to choose which place the layout takes.
 //
