@@ -18,15 +18,6 @@ func (l *layout) carveAt(pos, r uint64) *block {
 	return l.primitiveAt(pos, r)
 }
 
-// carveLarge takes r bytes from the best-fitting loose range (looseFit).
-func (l *layout) carveLarge(r uint64) *block {
-	pos, ok := l.looseFit(r)
-	if !ok {
-		return nil
-	}
-	return l.carveAt(pos, r)
-}
-
 // carveLowest takes r bytes from the start of the lowest loose range that holds them.
 func (l *layout) carveLowest(r uint64) *block {
 	pos, ok := l.lowestFit(r)

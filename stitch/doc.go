@@ -87,7 +87,7 @@
 // layer's methods reach the layers below it and nothing above, which the compiler holds them to:
 // a method of a lower layer has no way to name a field of a higher one.
 //
-//   - The layout core (79 methods): the handles and the arena, the free set, the block and owner
+//   - The layout core (78 methods): the handles and the arena, the free set, the block and owner
 //     indexes, the room index, views and pages. Only its methods carve a block (carve.go), grow
 //     or release a handle (arena.go), map or unmap a view (view.go), lend a page (small.go) or
 //     give a driver object back (orphans.go); its rules of Check are in layoutcheck.go.
