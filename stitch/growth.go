@@ -28,20 +28,33 @@ import "math/bits"
 
 // handleParts splits a growth of n chunks, the first need of which the request lacks, into the
 // sizes (in chunks) of the handles to create: handles of the handle size (WithHandleSize, else
-// sized to the headroom: handleUnit), the last one short, the need first as handles of
-// deficitUnit's size where that is larger.
+// sized to the headroom: handleUnit), the need first as handles of deficitUnit's size where that
+// is larger. Each run of handles of one size ends short; a short end under 1/shortTailShare of
+// its size joins the handle before it (cutRun), except with WithHandleSize.
 func (e *Engine) handleParts(n, need uint64) []uint64 {
 	need = min(need, n)
 	unit := e.handleUnit()
+	join := e.cfg.handleSize == 0
 	var parts []uint64
 	at := uint64(0)
 	if big := e.deficitUnit(need); big > unit {
-		for ; at < need; at += big {
-			parts = append(parts, min(big, need-at))
-		}
+		parts = cutRun(parts, need, big, join)
+		at = need
 	}
-	for ; at < n; at += unit {
-		parts = append(parts, min(unit, n-at))
+	return cutRun(parts, n-at, unit, join)
+}
+
+// cutRun appends to parts a run of n chunks cut into handles of size chunks, the last one short;
+// with join, a short last handle under 1/shortTailShare of size joins the one before it, so that
+// a run makes no handle much smaller than its others (tunables.go says why).
+func cutRun(parts []uint64, n, size uint64, join bool) []uint64 {
+	first := len(parts)
+	for at := uint64(0); at < n; at += size {
+		parts = append(parts, min(size, n-at))
+	}
+	if k := len(parts); join && k-first > 1 && parts[k-1] < size/shortTailShare {
+		parts[k-2] += parts[k-1]
+		parts = parts[:k-1]
 	}
 	return parts
 }

@@ -207,6 +207,30 @@ const deficitHeadroomShare = 1024
 // 5.1 -> 4.2 ms, still above its 4.1; the gradient-accumulation GPT-2 3.5 -> 8.0, past its 7.4).
 const deficitMarkedShare = 256
 
+// A growth cuts each run of handles of one size (the deficit's, then the headroom's) with its last
+// handle short; a short last handle under 1/shortTailShare of its run's size joins the handle
+// before it (growth.go, cutRun), which is then up to 1.25 times the size. A new peak then makes
+// one handle per growth where it made two: llama1b-full's iteration 5 grows 31 times, each a
+// deficit handle of about 250 MiB and a remainder (62 handles). Measured with gmlake-bench replay
+// --min-capacity --repeat 4 (the H200's costs) on the 46 trace files (../shared/traces and
+// testdata/heldout*), against the engine that kept the short handles: the same targets met in both
+// modes (marked 41 capacity, 44 steady, 44 warm-up, 46 with no call in the 4th repetition; never
+// marked 41, 44, 44, 46: the never-marked ViT-MAE's steady iteration 0.87 -> 0.51 ms against 0.66
+// met, llama1b-full's 5.35 -> 4.95 still above 4.08); the largest steady iterations summed 26.1
+// -> 23.6 ms marked and 40.9 -> 37.1 never marked, the warm-up ones 265 -> 255 and 266 -> 253 ms;
+// mean capacity / peak active 1.00523 -> 1.00517 marked, 1.00591 -> 1.00592 never marked; one
+// steady iteration worse, GraphSAGE's 1.11 -> 1.26 ms (its target 0.16 met by neither). On the
+// project's own traces (gpu-train, H200 ResNets, two streams) capacity stays within 1.01 (the
+// ResNet-50 loop marked 1.0024 -> 1.0042, the gpu-train OPT-1.3B 1.0067 -> 1.0076; GPT-2 XL
+// 1.0078 -> 1.0074) and the steady iterations fall (OPT-1.3B 6.9 -> 5.7 ms, ResNet-50 1.8 -> 1.3).
+// Joined under half the size (handles up to 1.5 times it): never marked, capacity within target on
+// 38 instead of 41 (DeBERTa-v2 1.0103, Switch 1.0107). The deficit cut into as few handles of
+// at least its size as it holds (up to twice it): never marked 39 (DeBERTa-v2 1.0115,
+// qwen150k-lora 1.0085 against 1.0073), and the same only while half the capacity is left, 39.
+// Under an eighth, the deficit's run only: the same targets, the steady iterations summed 24.8 and
+// 39.0 ms. Fixed handles (WithHandleSize) are never joined.
+const shortTailShare = 4
+
 // Never marked, the rule above (deficitMarkedShare) holds once the finder has found an
 // iteration's beginning, its second or a later one, at a trough at least 1/deepTroughShare below
 // the most live bytes ever (deepFound, engine.go; wholeIterationKnown, growth.go): a training
