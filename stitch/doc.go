@@ -24,7 +24,11 @@
 // rather than one per request (WithExactGrowth turns it off), and a handle may hold the headroom
 // times its own share of 128 TiB where that is more and no more than the memory held
 // (firstHandleBytes: 128 MiB handles on an H200, the headroom share under a 16 GiB room), so that
-// a large device builds a job far below it in few handles. WithHandleSize fixes one size instead.
+// a large device builds a job far below it in few handles. Each run of handles of one size ends
+// short, and a short end under a quarter of the size joins the handle before it (cutRun,
+// shortTailShare: a new peak makes one handle per growth instead of two; the largest steady
+// iterations summed 26.1 -> 23.6 ms marked on the 46 trace files, the same targets met).
+// WithHandleSize fixes one size instead.
 // At New the engine reserves one virtual range as large as the capacity (the arena) and maps every handle it
 // creates, whole, at fixed slots of it (one slot per chunk of G bytes), for as long as the handle
 // lives. So an arena offset names a physical byte: a free range, a block's bytes and a stitched
