@@ -1117,6 +1117,58 @@ def longformer_mlm():
             "tokens drawn per step with the batch scaled to 8192 tokens, 15% masked"), build, step
 
 
+def esm2_protein_mlm():
+    """ESM-2-shaped protein language model (rotary positions, 33-token vocabulary), masked LM on sequences whose length varies per step."""
+    import torch
+    from transformers import EsmConfig, EsmForMaskedLM
+
+    def build():
+        cfg = EsmConfig(vocab_size=33, hidden_size=640, num_hidden_layers=30, num_attention_heads=20,
+                        intermediate_size=2560, position_embedding_type="rotary", max_position_embeddings=1026,
+                        mask_token_id=32, pad_token_id=1, token_dropout=False)
+        with torch.device("cuda"):
+            m = EsmForMaskedLM(cfg)
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        n = rng.randint(128, 1024)
+        masked_lm_step(m, opt, max(1, 16384 // n), n, 4, 24, 32)
+
+    return ("ESM-2-shaped protein masked LM (150M: 30 layers, hidden 640, rotary positions, 33-token vocabulary), "
+            "full FT, sequences of 128-1024 residues drawn per step with the batch scaled to 16k tokens, 15% masked"), \
+        build, step
+
+
+def detr_detection():
+    """DETR set-prediction detector (ResNet-50 backbone, 6+6 transformer layers), Hungarian-matched loss, images of varying size."""
+    import torch
+    from transformers import DetrConfig, DetrForObjectDetection
+
+    def build():
+        cfg = DetrConfig(use_timm_backbone=True, backbone="resnet50", use_pretrained_backbone=False, num_labels=91)
+        with torch.device("cuda"):
+            m = DetrForObjectDetection(cfg)
+        return training(m)
+
+    def step(state, i, rng):
+        m, opt = state
+        b = 4
+        h, w = rng.choice([480, 544, 608, 672, 736, 800]), rng.randint(480, 1066)
+        x = torch.rand(b, 3, h, w, device="cuda")
+        labels = []
+        for _ in range(b):
+            k = rng.randint(1, 30)
+            cxcy = torch.rand(k, 2, device="cuda") * 0.8 + 0.1
+            wh = torch.rand(k, 2, device="cuda") * 0.2 + 0.01
+            labels.append({"class_labels": torch.randint(0, 91, (k,), device="cuda"),
+                           "boxes": torch.cat([cxcy, wh], dim=1)})
+        bf16_step(m, opt, lambda: m(pixel_values=x, labels=labels).loss)
+
+    return ("DETR (ResNet-50 backbone, 6+6 transformer layers, 100 queries) object detection with the Hungarian-matched "
+            "set loss, full FT, batch 4 images of 480-800 x 480-1066 with 1-30 boxes each, size drawn per step"), build, step
+
+
 WORKLOADS = {
     "t5base-encdec-full": t5_encdec,
     "mixtral-moe-full": mixtral_moe,
@@ -1156,6 +1208,8 @@ WORKLOADS = {
     "trocr-captions-full": trocr_captions,
     "switch-moe-full": switch_moe,
     "longformer-mlm-full": longformer_mlm,
+    "esm2-protein-mlm-full": esm2_protein_mlm,
+    "detr-detection-full": detr_detection,
 }
 
 

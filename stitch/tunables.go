@@ -567,7 +567,16 @@ const alignment = 512
 // gpt2-evalinterleaved-full: the level rises by one loss every third step), the exact rule finds
 // 2 of its 14 boundaries from the third iteration on, with the slack all 14; at 4 KiB no request
 // inside an iteration of any of the 30 PyTorch traces comes that close to the level (at 64 KiB,
-// 5 to 27 per trace on four of them).
+// 5 to 27 per trace on four of them). Measured and not taken, for a DETR loop whose iterations
+// begin at levels up to 1.4 MB apart (testdata/heldout-2026-12-08): a slack of 1/1024 of the job's
+// rise above the trough (peak live bytes above it) finds that loop's iterations and settles it
+// never marked, and on the 46 trace files meets the same targets (never-marked steady iterations
+// summed 37.1 -> 33.2 ms), but takes troughs inside the iterations of the GPT-2 loop with
+// evaluation and of the Qwen LoRA loop for beginnings (they come within 0.7 MB of the level) and
+// then misses Qwen's real ones; at 1/4096 and 1/16384 the GPT-2 loop's inner troughs are still
+// taken and the DETR loop's beginnings no longer all found; asking such a trough also for a rise
+// of at least half (or a quarter, or an eighth) of the job's largest since the last beginning
+// does not tell them apart either.
 const (
 	iterWindowIterations    = 2
 	iterWindowMaxIterations = 64
