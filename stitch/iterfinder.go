@@ -39,7 +39,8 @@ package stitch
 // R3D-18 take requests inside iterations for beginnings), nor on the DETR loop recorded on
 // 2026-12-08 (testdata/heldout-2026-12-08: its iterations begin at live bytes up to 1.4 MB apart,
 // so a beginning is seldom the lowest trough of its window and few are found after the first
-// iteration; never marked, that loop does not settle), which the test leaves out; their
+// iteration; never marked, that loop makes driver calls until its fifth repetition), which the
+// test leaves out; their
 // figures never marked are those of results/bench and the README. The engine then runs
 // as if the caller marked those places: memos from the first boundary on (memo.go). Marks from the
 // caller win: the first MarkIteration turns the finder off for good (Engine.callerMarks) and drops

@@ -570,11 +570,11 @@ const alignment = 512
 // 5 to 27 per trace on four of them). Measured and not taken, for a DETR loop whose iterations
 // begin at levels up to 1.4 MB apart (testdata/heldout-2026-12-08): a slack of 1/1024 of the job's
 // rise above the trough (peak live bytes above it) finds that loop's iterations and settles it
-// never marked, and on the 46 trace files meets the same targets (never-marked steady iterations
-// summed 37.1 -> 33.2 ms; but the gpu-train GPT-2 XL trace, never marked, needs 1.0114 instead of
-// 1.0079 × its peak), and takes troughs inside the iterations of the GPT-2 loop with
-// evaluation and of the Qwen LoRA loop for beginnings (they come within 0.7 MB of the level) and
-// then misses Qwen's real ones; at 1/4096 and 1/16384 the GPT-2 loop's inner troughs are still
+// from the second repetition never marked, and on the 46 trace files meets the same targets
+// (never-marked steady iterations summed 37.1 -> 33.2 ms; but the gpu-train GPT-2 XL trace, never
+// marked, needs 1.0114 instead of 1.0079 × its peak), and takes troughs inside the iterations of
+// the GPT-2 loop with evaluation and of the Qwen LoRA loop for beginnings (they come within 0.7 MB
+// of the level) and then misses Qwen's real ones; at 1/4096 and 1/16384 the GPT-2 loop's inner troughs are still
 // taken and the DETR loop's beginnings no longer all found; asking such a trough also for a rise
 // of at least half (or a quarter, or an eighth) of the job's largest since the last beginning
 // does not tell them apart either.
