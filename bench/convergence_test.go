@@ -103,17 +103,23 @@ func TestConvergedCallsByKindAddUp(t *testing.T) {
 	assert.Nil(t, direct.ConvergedCallsByKind, "direct does not count kinds")
 }
 
-// TestHeldOutTracesConverge replays each held-out trace (testdata/heldout) four times in a row
-// through gmlake as the bench measures it (the simulated device of an H200), with iteration marks
-// and without, and checks that the fourth repetition makes no driver call: the "converged" column
-// of results/bench/RESULTS-heldout.md.
+// TestHeldOutTracesConverge replays each held-out trace recorded to judge a release (testdata/heldout,
+// heldout-finder and heldout-0.5.*) four times in a row through gmlake as the bench measures it
+// (the simulated device of an H200), with iteration marks and without, and checks that the fourth
+// repetition makes no driver call: the "converged" column of results/bench/RESULTS-heldout.md.
+// testdata/heldout-2026-12-08 is not among them: never marked, its DETR loop makes driver calls
+// until its fifth repetition (its README; the README's "What is not done yet").
 func TestHeldOutTracesConverge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
-	names, err := filepath.Glob(filepath.Join("..", "testdata", "heldout", "*.trace.gz"))
-	require.NoError(t, err)
-	require.NotEmpty(t, names)
+	var names []string
+	for _, dir := range []string{"heldout", "heldout-finder", "heldout-0.5.*"} {
+		found, err := filepath.Glob(filepath.Join("..", "testdata", dir, "*.trace.gz"))
+		require.NoError(t, err)
+		names = append(names, found...)
+	}
+	require.Len(t, names, 38)
 	for _, path := range names {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			tr, err := Load(path)
