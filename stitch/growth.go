@@ -36,12 +36,11 @@ func (e *Engine) handleParts(n, need uint64) []uint64 {
 	unit := e.handleUnit()
 	join := e.cfg.handleSize == 0
 	var parts []uint64
-	at := uint64(0)
 	if big := e.deficitUnit(need); big > unit {
-		parts = cutRun(parts, need, big, join)
-		at = need
+		parts = cutRun(nil, need, big, join)
+		n -= need
 	}
-	return cutRun(parts, n-at, unit, join)
+	return cutRun(parts, n, unit, join)
 }
 
 // cutRun appends to parts a run of n chunks cut into handles of size chunks, the last one short;

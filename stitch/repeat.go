@@ -12,21 +12,20 @@ import "math/bits"
 // follows marks (the caller's or the finder's), and new pages of the small pool keep away from
 // those places (pageaway.go).
 //
-// Contexts no longer tell the engine that it has seen an iteration. A growth took an iteration as
-// seen once a large request had repeated the size and context of an earlier one and the engine had
-// served, since its last growth, as many requests as before it (marked, only after a free that
-// left the live bytes a quarter below their peak): from then on the first iteration's bytes ahead
-// stopped and a growth's deficit was one large handle. It was made for gradient accumulation,
-// whose micro-steps repeat inside the first marked iteration. Measured without it on 2026-12-07
-// (after release 0.5.9, once the setup grows ahead never marked too; gmlake-bench replay
-// --min-capacity --repeat 4, the H200's costs, the 46 trace files): the same targets met in both
-// modes (marked 41 capacity, 43 steady, 43 warm-up; never marked 41, 42, 43), mean capacity
-// 1.00546 -> 1.00523 marked and 1.00602 -> 1.00591 never marked, the gradient-accumulation GPT-2
-// 1.0175 -> 1.0108 marked (1.0087 -> 1.0076 never marked), gpt2xl-full-ckpt 1.0075 -> 1.0043, the
-// largest warm-up iterations summed 282 -> 265 ms marked and 280 -> 266 never marked; worse only
-// on the largest steady iteration of GPT-2 medium marked (0.55 -> 1.24 ms against 4.9) and of
-// llama7b-lora-ckpt-off never marked (2.7 -> 5.2 ms against 39.8). So it is gone, with the marked
-// wait for a deep free that kept it out of a distillation loop's frozen teacher.
+// Contexts do not tell the engine that it has seen an iteration; only a remembered memo does.
+// Measured and not taken (2026-12-07, gmlake-bench replay --min-capacity --repeat 4, the H200's
+// costs, the 46 trace files): a rule that took an iteration as seen once a large request had
+// repeated the size and context of an earlier one and the engine had served, since its last
+// growth, as many requests as before it (marked, only after a free that left the live bytes a
+// quarter below their peak, so that a distillation loop's frozen teacher did not trigger it),
+// made for the micro-steps of gradient accumulation inside the first marked iteration. Without it
+// the same targets are met in both modes (marked 41 capacity, 43 steady, 43 warm-up; never marked
+// 41, 42, 43), mean capacity is 1.00523 instead of 1.00546 marked and 1.00591 instead of 1.00602
+// never marked (the gradient-accumulation GPT-2 1.0108 instead of 1.0175 marked, gpt2xl-full-ckpt
+// 1.0043 instead of 1.0075), the largest warm-up iterations sum to 265 instead of 282 ms marked and
+// 266 instead of 280 never marked; only two steady iterations well within their targets are
+// larger (GPT-2 medium marked 1.24 ms instead of 0.55, against 4.9; llama7b-lora-ckpt-off never
+// marked 5.2 instead of 2.7, against 39.8).
 //
 // Contexts do not place requests: with the finder, every trace's iterations from about the third
 // are marked and follow memos, and sending a request where the last one of its context went

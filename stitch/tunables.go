@@ -575,7 +575,7 @@ const alignment = 512
 // marked, needs 1.0114 instead of 1.0079 × its peak), and takes troughs inside the iterations of
 // the GPT-2 loop with evaluation and of the Qwen LoRA loop for beginnings (they come within 0.7 MB
 // of the level) and then misses Qwen's real ones; at 1/4096 and 1/16384 the GPT-2 loop's inner troughs are still
-// taken and the DETR loop's beginnings no longer all found; asking such a trough also for a rise
+// taken and the DETR loop's beginnings not all found; asking such a trough also for a rise
 // of at least half (or a quarter, or an eighth) of the job's largest since the last beginning
 // does not tell them apart either.
 const (
